@@ -1,0 +1,190 @@
+"""Idiomatic Flax NNX modules for the transformer entries, over pure jax.numpy functions.
+
+Attribute names match pytorch_side/layers.py, so both module trees have the same paths and
+the converter in jax_side/params.py maps canonical names one to one.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from reference.catalogue.attention import rope_inv_freq
+from reference.models import ModelConfig
+
+
+def rotate_half(x):
+    x1, x2 = jnp.split(x, 2, axis=-1)
+    return jnp.concatenate([-x2, x1], axis=-1)
+
+
+def apply_rope(x_bnth, inv_freq, offset: int = 0):
+    """Llama half-split RoPE on [..., T, H]: angles in float32, cos/sin cast to x's dtype."""
+    t = x_bnth.shape[-2]
+    positions = jnp.arange(offset, offset + t, dtype=jnp.float32)
+    angles_th = jnp.outer(positions, inv_freq)
+    angles_th = jnp.concatenate([angles_th, angles_th], axis=-1)
+    lead = (1,) * (x_bnth.ndim - 2)  # broadcast over batch and heads explicitly
+    cos = jnp.cos(angles_th).astype(x_bnth.dtype).reshape(*lead, t, -1)
+    sin = jnp.sin(angles_th).astype(x_bnth.dtype).reshape(*lead, t, -1)
+    return x_bnth * cos + rotate_half(x_bnth) * sin
+
+
+def rope_frequencies(head_dim: int, theta: float, scaling: dict | None = None):
+    return jnp.asarray(rope_inv_freq(head_dim, theta, scaling), dtype=jnp.float32)
+
+
+def dot_product_attention(q_btnh, k_bskh, v_bskh, causal: bool):
+    """softmax(q k^T / sqrt(H)) v on [B, T, N, H], query head n reading kv head n // G.
+
+    Logits and softmax in float32, as jax.nn.dot_product_attention's XLA path does; written
+    out because that function asks for a float16 x float16 -> float32 dot that XLA's CPU
+    backend rejects ("precision F16_F16_F32 is not supported").
+    """
+    b, t, n, h = q_btnh.shape
+    kv = k_bskh.shape[2]
+    q_btkgh = q_btnh.reshape(b, t, kv, n // kv, h)
+    logits_bkgts = jnp.einsum("btkgh,bskh->bkgts", q_btkgh, k_bskh).astype(jnp.float32) / jnp.sqrt(h)
+    if causal:
+        s = k_bskh.shape[1]
+        allowed_ts = jnp.arange(s)[None, :] <= jnp.arange(t)[:, None] + (s - t)
+        logits_bkgts = jnp.where(allowed_ts[None, None, None], logits_bkgts, -jnp.inf)
+    probs_bkgts = jax.nn.softmax(logits_bkgts, axis=-1).astype(q_btnh.dtype)
+    o_btkgh = jnp.einsum("bkgts,bskh->btkgh", probs_bkgts, v_bskh)
+    return o_btkgh.reshape(b, t, n, h)
+
+
+def sdpa_bnth(q_bnth, k_bksh, v_bksh, causal: bool):
+    """dot_product_attention on the [B, N, T, H] layout that the KV cache shares with PyTorch."""
+    o_btnh = dot_product_attention(
+        q_bnth.transpose(0, 2, 1, 3), k_bksh.transpose(0, 2, 1, 3), v_bksh.transpose(0, 2, 1, 3), causal
+    )
+    return o_btnh.transpose(0, 2, 1, 3)
+
+
+def linear(d_in, d_out, use_bias, dtype, rngs):
+    return nnx.Linear(d_in, d_out, use_bias=use_bias, dtype=dtype, param_dtype=dtype, rngs=rngs)
+
+
+class Attention(nnx.Module):
+    """Multi-head or grouped-query self-attention with an optional KV cache ([B, K, S, H])."""
+
+    def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs):
+        d, h = cfg.d_model, cfg.head_dim
+        self.n_heads, self.n_kv_heads, self.head_dim = cfg.n_heads, cfg.n_kv_heads, h
+        qkv_bias = cfg.style == "gpt2" or cfg.qkv_bias
+        self.q_proj = linear(d, cfg.n_heads * h, qkv_bias, dtype, rngs)
+        self.k_proj = linear(d, cfg.n_kv_heads * h, qkv_bias, dtype, rngs)
+        self.v_proj = linear(d, cfg.n_kv_heads * h, qkv_bias, dtype, rngs)
+        self.o_proj = linear(cfg.n_heads * h, d, cfg.style == "gpt2", dtype, rngs)
+        self.cfg = cfg  # static: the RoPE constants are computed at trace time, not stored as state
+
+    def __call__(self, x_btd, k_cache=None, v_cache=None):
+        b, t, _ = x_btd.shape
+        past = 0 if k_cache is None else k_cache.shape[2]
+        q = self.q_proj(x_btd).reshape(b, t, self.n_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, N, T, H]
+        k = self.k_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, K, T, H]
+        v = self.v_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        if self.cfg.uses_rope:
+            inv_freq = rope_frequencies(self.head_dim, self.cfg.rope_theta, self.cfg.rope_scaling)
+            q, k = apply_rope(q, inv_freq, past), apply_rope(k, inv_freq, past)
+        if k_cache is not None:
+            k, v = jnp.concatenate([k_cache, k], axis=2), jnp.concatenate([v_cache, v], axis=2)
+        o = sdpa_bnth(q, k, v, causal=k_cache is None)
+        o = o.transpose(0, 2, 1, 3).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
+        return self.o_proj(o), k, v
+
+
+class SwiGLU(nnx.Module):
+    def __init__(self, d_model: int, d_ff: int, dtype, rngs: nnx.Rngs):
+        self.gate_proj = linear(d_model, d_ff, False, dtype, rngs)
+        self.up_proj = linear(d_model, d_ff, False, dtype, rngs)
+        self.down_proj = linear(d_ff, d_model, False, dtype, rngs)
+
+    def __call__(self, x):
+        return self.down_proj(jax.nn.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class GeluMLP(nnx.Module):
+    def __init__(self, d_model: int, d_ff: int, dtype, rngs: nnx.Rngs):
+        self.fc = linear(d_model, d_ff, True, dtype, rngs)
+        self.proj = linear(d_ff, d_model, True, dtype, rngs)
+
+    def __call__(self, x):
+        return self.proj(jax.nn.gelu(self.fc(x), approximate=True))
+
+
+class MoE(nnx.Module):
+    """Mixtral routing (softmax in float32, top-k, renormalize) over SwiGLU experts, dense dispatch."""
+
+    def __init__(self, d_model: int, d_ff: int, n_experts: int, top_k: int, dtype, rngs: nnx.Rngs):
+        self.top_k = top_k
+        self.router = linear(d_model, n_experts, False, dtype, rngs)
+        self.experts = nnx.List([SwiGLU(d_model, d_ff, dtype, rngs) for _ in range(n_experts)])
+
+    def __call__(self, x):
+        x_td = x.reshape(-1, x.shape[-1])
+        probs_te = jax.nn.softmax(self.router(x_td).astype(jnp.float32), axis=-1)
+        top_p, top_i = jax.lax.top_k(probs_te, self.top_k)
+        top_p = top_p / top_p.sum(axis=-1, keepdims=True)
+        weights_te = (jax.nn.one_hot(top_i, probs_te.shape[-1]) * top_p[..., None]).sum(axis=1).astype(x.dtype)
+        out = jnp.zeros_like(x_td)
+        for e, expert in enumerate(self.experts):
+            out = out + weights_te[:, e : e + 1] * expert(x_td)
+        return out.reshape(x.shape)
+
+
+def make_mlp(cfg: ModelConfig, dtype, rngs):
+    if cfg.n_experts:
+        return MoE(cfg.d_model, cfg.d_ff, cfg.n_experts, cfg.top_k, dtype, rngs)
+    if cfg.mlp_kind == "gelu":
+        return GeluMLP(cfg.d_model, cfg.d_ff, dtype, rngs)
+    return SwiGLU(cfg.d_model, cfg.d_ff, dtype, rngs)
+
+
+def make_norm(cfg: ModelConfig, dtype, rngs):
+    kw = dict(epsilon=cfg.norm_eps, dtype=dtype, param_dtype=dtype, rngs=rngs)
+    if cfg.norm == "layernorm":
+        return nnx.LayerNorm(cfg.d_model, **kw)
+    return nnx.RMSNorm(cfg.d_model, **kw)
+
+
+class Block(nnx.Module):
+    """Pre-norm block: x + attn(norm(x)), then + mlp(norm(x)). Returns (y, k_cache, v_cache)."""
+
+    def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs):
+        self.attn_norm = make_norm(cfg, dtype, rngs)
+        self.attn = Attention(cfg, dtype, rngs)
+        self.mlp_norm = make_norm(cfg, dtype, rngs)
+        self.mlp = make_mlp(cfg, dtype, rngs)
+
+    def __call__(self, x_btd, k_cache=None, v_cache=None):
+        attn, k, v = self.attn(self.attn_norm(x_btd), k_cache, v_cache)
+        x_btd = x_btd + attn
+        return x_btd + self.mlp(self.mlp_norm(x_btd)), k, v
+
+
+class Decoder(nnx.Module):
+    """Token embedding (+ learned positions for GPT-2), blocks, final norm, LM head -> logits."""
+
+    def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs):
+        self.style, self.tied = cfg.style, cfg.tie_embeddings
+        embed = dict(dtype=dtype, param_dtype=dtype, rngs=rngs)
+        self.embed = nnx.Embed(cfg.vocab, cfg.d_model, **embed)
+        self.pos_embed = nnx.Embed(cfg.max_positions, cfg.d_model, **embed) if cfg.style == "gpt2" else None
+        self.layers = nnx.List([Block(cfg, dtype, rngs) for _ in range(cfg.n_layers)])
+        self.norm = make_norm(cfg, dtype, rngs)
+        self.lm_head = None if cfg.tie_embeddings else linear(cfg.d_model, cfg.vocab, False, dtype, rngs)
+
+    def __call__(self, ids_bt, k_cache=None, v_cache=None):
+        """k_cache, v_cache: [L, B, K, S-1, H] in decode, None in prefill."""
+        past = 0 if k_cache is None else k_cache.shape[3]
+        x = self.embed(ids_bt)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(jnp.arange(past, past + ids_bt.shape[1]))[None]  # [1, T, D]
+        for i, layer in enumerate(self.layers):
+            caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
+            x, _, _ = layer(x, *caches)
+        x = self.norm(x)
+        return self.embed.attend(x) if self.tied else self.lm_head(x)

@@ -1,0 +1,86 @@
+"""Every catalogue entry as a PyTorch `nn.Module`, built by `build(name, shapes, dtype)`.
+
+A module's forward takes the entry's inputs positionally, in the order the entry lists them,
+and its `state_dict()` keys are the entry's canonical weight names.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pytorch_side.layers import Block, Decoder, GeluMLP, MoE, Rotary, SwiGLU
+from reference.catalogue import MODELS, get_entry
+from reference.catalogue.attention import ROPE_THETA
+from reference.catalogue.norms import LAYERNORM_EPS, RMSNORM_EPS
+from reference.catalogue.transformer import config_for
+from reference.errors import UnknownName
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class Functional(nn.Module):
+    """A weightless kernel: one torch function, so every entry is an nn.Module."""
+
+    def __init__(self, fn: Callable, name: str):
+        super().__init__()
+        self.fn, self.name = fn, name
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+    def extra_repr(self) -> str:
+        return self.name
+
+
+def _attention(s, dtype):
+    causal = s["mode"] == "prefill"  # decode: one query sees every cached key
+    return Functional(
+        functools.partial(F.scaled_dot_product_attention, is_causal=causal, enable_gqa=True), "sdpa"
+    )
+
+
+BUILDERS: dict[str, Callable[[dict, torch.dtype], nn.Module]] = {
+    "matmul": lambda s, dt: Functional(torch.matmul, "matmul"),
+    "batched_matmul": lambda s, dt: Functional(torch.matmul, "matmul"),
+    "linear": lambda s, dt: nn.Linear(s["k"], s["n"], dtype=dt),
+    "conv2d": lambda s, dt: nn.Conv2d(
+        s["c_in"], s["c_out"], s["kernel"], stride=s["stride"], padding=s["padding"], dtype=dt
+    ),
+    "add": lambda s, dt: Functional(torch.add, "add"),
+    "mul": lambda s, dt: Functional(torch.mul, "mul"),
+    "relu": lambda s, dt: Functional(F.relu, "relu"),
+    "gelu": lambda s, dt: Functional(functools.partial(F.gelu, approximate=s["approximate"]), "gelu"),
+    "silu": lambda s, dt: Functional(F.silu, "silu"),
+    "softmax": lambda s, dt: Functional(functools.partial(F.softmax, dim=-1), "softmax"),
+    "log_softmax": lambda s, dt: Functional(functools.partial(F.log_softmax, dim=-1), "log_softmax"),
+    "layernorm": lambda s, dt: nn.LayerNorm(s["d"], eps=LAYERNORM_EPS, dtype=dt),
+    "rmsnorm": lambda s, dt: nn.RMSNorm(s["d"], eps=RMSNORM_EPS, dtype=dt),
+    "rope": lambda s, dt: Rotary(s["head_dim"], ROPE_THETA),
+    "attention": _attention,
+    "mlp": lambda s, dt: (SwiGLU if s["kind"] == "swiglu" else GeluMLP)(s["d_model"], s["d_ff"], dt),
+    "moe": lambda s, dt: MoE(s["d_model"], s["d_ff"], s["n_experts"], s["top_k"], dt),
+    "embedding": lambda s, dt: nn.Embedding(s["vocab"], s["d"], dtype=dt),
+    "clone": lambda s, dt: Functional(torch.clone, "clone"),
+    "block": lambda s, dt: Block(config_for("block", s), dt),
+    "decoder": lambda s, dt: Decoder(config_for("decoder", s), dt),
+}
+
+
+def build(name: str, shapes: dict, dtype: str) -> nn.Module:
+    """The PyTorch module of a catalogue entry at resolved shapes, with the dtype set at construction.
+
+    Raises:
+        UnknownName: the name is not in the catalogue.
+    """
+    get_entry(name)
+    dt = TORCH_DTYPES[dtype]
+    if name in MODELS:
+        return Decoder(config_for(name, shapes), dt)
+    if name not in BUILDERS:
+        raise UnknownName("PyTorch kernel", name, BUILDERS)
+    return BUILDERS[name](shapes, dt)

@@ -1,0 +1,144 @@
+"""Three-way numerical agreement: each side against the float64 reference, and side against side.
+
+`check_agreement` runs one catalogue entry; `compare_outputs` judges any outputs, so users can
+check their own modules against their own reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from reference.catalogue import get_entry
+from reference.errors import InvalidShape, TooLargeToRun
+from reference.inputs import Case, make_case
+from reference.spec import Value
+from reference.tolerance import CROSS_SIDE_FACTOR, Tolerance, tolerance_for
+
+# Numerical runs hold the weights three times (float64 reference, PyTorch, JAX); 150M
+# parameters keeps that near 2.4 GB and admits gpt2-small (124M). Lowering needs no weights.
+RUN_PARAMETER_LIMIT = 150_000_000
+
+Outputs = tuple[np.ndarray, ...]
+Runner = Callable[[Case], Outputs]
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """max_abs = max|a - b|; max_rel = max_abs / max|b| (normwise relative error)."""
+
+    max_abs: float
+    max_rel: float
+    bound: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.max_abs <= self.bound)
+
+    def to_dict(self) -> dict:
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "bound": self.bound, "ok": self.ok}
+
+
+def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance) -> ErrorStats:
+    """Compare output tuples elementwise in float64; the worst output decides.
+
+    Raises:
+        InvalidShape: the tuples differ in length or an output differs in shape.
+    """
+    if len(actual) != len(expected):
+        raise InvalidShape("outputs", "count", len(actual), f"expected {len(expected)} outputs")
+    worst_abs, worst_rel, worst_bound, worst_margin = 0.0, 0.0, tolerance.bound(0.0), -np.inf
+    for a, b in zip(actual, expected):
+        a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if a.shape != b.shape:
+            raise InvalidShape("outputs", "shape", a.shape, f"expected {b.shape}")
+        if a.size == 0:
+            continue
+        scale = float(np.max(np.abs(b)))
+        max_abs = float(np.max(np.abs(a - b))) if np.isfinite(a).all() else float("inf")
+        bound = tolerance.bound(scale)
+        if max_abs - bound > worst_margin:
+            worst_margin = max_abs - bound
+            worst_abs, worst_bound = max_abs, bound
+            worst_rel = max_abs / scale if scale > 0 else (0.0 if max_abs == 0 else float("inf"))
+    return ErrorStats(worst_abs, worst_rel, worst_bound)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The result of a three-way check, JSON-ready through `to_dict`."""
+
+    kernel: str
+    dtype: str
+    shapes: Mapping[str, Value]
+    seed: int
+    errors: Mapping[str, ErrorStats]
+    tolerance: Tolerance
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.errors.values())
+
+    def to_dict(self) -> dict:
+        return {
+            "kernel": self.kernel,
+            "dtype": self.dtype,
+            "shapes": dict(self.shapes),
+            "seed": self.seed,
+            "errors": {k: v.to_dict() for k, v in self.errors.items()},
+            "tolerance": {**self.tolerance.to_dict(), "cross_side_factor": CROSS_SIDE_FACTOR},
+            "ok": self.ok,
+        }
+
+
+def compare_outputs(name: str, dtype: str, reference: Outputs, sides: Mapping[str, Outputs], **meta) -> Agreement:
+    """Judge each side against the reference, and every pair of sides against each other.
+
+    Args:
+        name: a label for the report.
+        dtype: the run's dtype; picks the row of the tolerance table.
+        reference: float64 outputs.
+        sides: side name -> outputs, e.g. {"torch": (...), "jax": (...)}.
+    """
+    tol = tolerance_for(dtype)
+    errors = {f"{side}_vs_ref": error_stats(out, reference, tol) for side, out in sides.items()}
+    names = list(sides)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            errors[f"{a}_vs_{b}"] = error_stats(sides[a], sides[b], tol.widened(CROSS_SIDE_FACTOR))
+    return Agreement(name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol)
+
+
+def check_agreement(
+    name: str,
+    shapes: Mapping[str, Value] | None = None,
+    dtype: str = "float32",
+    seed: int = 0,
+    *,
+    runners: Mapping[str, Runner],
+) -> Agreement:
+    """Run a catalogue entry on the reference and on every side, on identical inputs.
+
+    Args:
+        name: a kernel or model name (see `reference.catalogue.CATALOGUE`).
+        shapes: overrides of the entry's shape parameters (strings or values).
+        dtype: "float32", "bfloat16" or "float16".
+        seed: input generator seed.
+        runners: side name -> function from a `Case` to its outputs, e.g.
+            {"torch": pytorch_side.run_case, "jax": jax_side.run_case}.
+
+    Raises:
+        UnknownName, InvalidShape, UnsupportedDtype: bad input, one line each.
+        TooLargeToRun: more than RUN_PARAMETER_LIMIT weights.
+    """
+    entry = get_entry(name)
+    resolved = entry.resolve(shapes)
+    entry.check_dtype(dtype)
+    n_params = entry.n_weights(resolved)
+    if n_params > RUN_PARAMETER_LIMIT:
+        raise TooLargeToRun(entry.name, n_params, RUN_PARAMETER_LIMIT)
+    case = make_case(entry, resolved, dtype, seed)
+    outputs = {side: tuple(run(case)) for side, run in runners.items()}
+    return compare_outputs(entry.name, dtype, case.reference(), outputs, shapes=resolved, seed=seed)

@@ -1,0 +1,125 @@
+"""Feed-forward layers: GELU MLP (GPT-2), SwiGLU (Llama), top-k routed mixture of experts (Mixtral)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference.catalogue.elementwise import gelu, silu, softmax
+from reference.errors import InvalidShape
+from reference.spec import Entry, Param, TensorSpec, bias, weight
+
+# Routing margin: the gap the generator keeps between the k-th and (k+1)-th router logit of
+# every token. bfloat16 rounds a logit of order one by up to 2**-8; 0.05 is over ten times
+# that, so both sides and the reference pick the same experts.
+ROUTER_MARGIN = 0.05
+ROUTER_REDRAWS = 1000
+
+
+def mlp_weights(d_model: int, d_ff: int, kind: str, prefix: str = "") -> dict[str, TensorSpec]:
+    """Canonical weights of a GELU MLP (fc, proj with biases) or a SwiGLU (gate, up, down)."""
+    if kind == "gelu":
+        return {
+            f"{prefix}fc.weight": weight((d_ff, d_model), d_model),
+            f"{prefix}fc.bias": bias((d_ff,)),
+            f"{prefix}proj.weight": weight((d_model, d_ff), d_ff),
+            f"{prefix}proj.bias": bias((d_model,)),
+        }
+    return {
+        f"{prefix}gate_proj.weight": weight((d_ff, d_model), d_model),
+        f"{prefix}up_proj.weight": weight((d_ff, d_model), d_model),
+        f"{prefix}down_proj.weight": weight((d_model, d_ff), d_ff),
+    }
+
+
+def mlp(x: np.ndarray, w, kind: str, prefix: str = "") -> np.ndarray:
+    """gelu: proj(gelu_tanh(fc(x))); swiglu: down(silu(gate(x)) * up(x))."""
+    if kind == "gelu":
+        h = gelu(x @ w[f"{prefix}fc.weight"].T + w[f"{prefix}fc.bias"], "tanh")
+        return h @ w[f"{prefix}proj.weight"].T + w[f"{prefix}proj.bias"]
+    h = silu(x @ w[f"{prefix}gate_proj.weight"].T) * (x @ w[f"{prefix}up_proj.weight"].T)
+    return h @ w[f"{prefix}down_proj.weight"].T
+
+
+def moe_weights(d_model: int, d_ff: int, n_experts: int, prefix: str = "") -> dict[str, TensorSpec]:
+    out = {f"{prefix}router.weight": weight((n_experts, d_model), d_model)}
+    for e in range(n_experts):
+        out.update(mlp_weights(d_model, d_ff, "swiglu", f"{prefix}experts.{e}."))
+    return out
+
+
+def route(logits_te: np.ndarray, top_k: int) -> np.ndarray:
+    """Mixtral routing: softmax over experts, keep the top k, renormalize to sum one.
+
+    Returns dense weights [T, E], zero for experts a token is not routed to.
+    """
+    probs_te = softmax(logits_te)
+    kth = np.sort(probs_te, axis=-1)[:, -top_k][:, None]
+    kept_te = np.where(probs_te >= kth, probs_te, 0.0)
+    return kept_te / kept_te.sum(-1, keepdims=True)
+
+
+def moe(x_td: np.ndarray, w, n_experts: int, top_k: int, prefix: str = "") -> np.ndarray:
+    """sum_e route(x)[t, e] * SwiGLU_e(x[t]); every expert runs on every token (dense dispatch)."""
+    weights_te = route(x_td @ w[f"{prefix}router.weight"].T, top_k)
+    out = np.zeros_like(x_td)
+    for e in range(n_experts):
+        out += weights_te[:, e : e + 1] * mlp(x_td, w, "swiglu", f"{prefix}experts.{e}.")
+    return out
+
+
+def router_margin_ok(logits_te: np.ndarray, top_k: int) -> np.ndarray:
+    """Per token: is the gap between the k-th and (k+1)-th logit at least ROUTER_MARGIN?"""
+    if top_k >= logits_te.shape[-1]:
+        return np.ones(logits_te.shape[0], dtype=bool)
+    ordered = np.sort(logits_te, axis=-1)
+    return ordered[:, -top_k] - ordered[:, -top_k - 1] >= ROUTER_MARGIN
+
+
+def separate_router_choices(s, inputs, weights, rng, dtype) -> None:
+    """Redraw token rows whose top-k routing sits on a near-tie (see ROUTER_MARGIN)."""
+    router = weights["router.weight"].astype(np.float64)
+    x = inputs["x"]
+    for _ in range(ROUTER_REDRAWS):
+        bad = ~router_margin_ok(x.astype(np.float64) @ router.T, s["top_k"])
+        if not bad.any():
+            return
+        fresh = rng.standard_normal((int(bad.sum()), x.shape[1]))
+        x[bad] = fresh.astype(x.dtype)
+    raise InvalidShape("moe", "n_experts", s["n_experts"], "could not draw well-separated router logits")
+
+
+def _moe_check(s):
+    if s["top_k"] > s["n_experts"]:
+        raise InvalidShape("moe", "top_k", s["top_k"], f"must be <= n_experts={s['n_experts']}")
+
+
+TOKENS = Param("m", 32, "tokens")
+D_MODEL = Param("d_model", 64, "model width")
+D_FF = Param("d_ff", 128, "hidden width of each MLP")
+
+ENTRIES = (
+    Entry(
+        name="mlp",
+        description="GELU MLP (GPT-2: fc, tanh GELU, proj, with biases) or SwiGLU (Llama: gate, up, down)",
+        params=(TOKENS, D_MODEL, D_FF, Param("kind", "swiglu", "MLP family", choices=("swiglu", "gelu"))),
+        inputs=lambda s: {"x": TensorSpec((s["m"], s["d_model"]))},
+        weights=lambda s: mlp_weights(s["d_model"], s["d_ff"], s["kind"]),
+        reference=lambda s, x, w: mlp(x["x"], w, s["kind"]),
+    ),
+    Entry(
+        name="moe",
+        description="Mixtral-style mixture of SwiGLU experts: softmax router, top-k, renormalized weights",
+        params=(
+            TOKENS,
+            D_MODEL,
+            D_FF,
+            Param("n_experts", 8, "experts"),
+            Param("top_k", 2, "experts per token"),
+        ),
+        inputs=lambda s: {"x": TensorSpec((s["m"], s["d_model"]))},
+        weights=lambda s: moe_weights(s["d_model"], s["d_ff"], s["n_experts"]),
+        reference=lambda s, x, w: moe(x["x"], w, s["n_experts"], s["top_k"]),
+        check=_moe_check,
+        condition=separate_router_choices,
+    ),
+)

@@ -1,0 +1,265 @@
+"""Transformer blocks (Llama-style, GPT-2-style) and decoders, prefill and decode with a KV cache.
+
+Canonical weight names are the PyTorch state-dict keys of `pytorch_side`'s modules:
+`attn_norm`, `attn.{q,k,v,o}_proj`, `mlp_norm`, `mlp.*`, under `layers.{i}.` in a decoder,
+with `embed`, `pos_embed` (GPT-2), `norm` and `lm_head` around them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from reference.catalogue.attention import apply_rope, attention, rope_cos_sin, rope_inv_freq
+from reference.catalogue.mlp import mlp, mlp_weights, moe, moe_weights
+from reference.catalogue.norms import layernorm, rmsnorm
+from reference.errors import InvalidShape
+from reference.models import ModelConfig, get_model, load_models
+from reference.spec import Entry, Param, TensorSpec, bias, gain, require_divisible, weight
+
+STYLE = Param("style", "llama", "llama: RMSNorm, GQA+RoPE, SwiGLU; gpt2: LayerNorm, MHA, GELU MLP", choices=("llama", "gpt2"))
+MODE = Param("mode", "prefill", "whole sequence, or one new token against a KV cache", choices=("prefill", "decode"))
+BATCH = Param("batch", 2, "sequences")
+SEQ = Param("seq", 16, "tokens (prefill) or cache length including the new token (decode)")
+
+
+def new_tokens(s) -> int:
+    """Tokens processed now: the whole sequence in prefill, one in decode."""
+    return s["seq"] if s["mode"] == "prefill" else 1
+
+
+# ---------------------------------------------------------------- weights
+
+
+def block_weights(cfg: ModelConfig, prefix: str = "") -> dict[str, TensorSpec]:
+    d, h = cfg.d_model, cfg.head_dim
+    gpt2 = cfg.style == "gpt2"
+    out: dict[str, TensorSpec] = {f"{prefix}attn_norm.weight": gain((d,))}
+    if gpt2:
+        out[f"{prefix}attn_norm.bias"] = bias((d,))
+    for proj, heads in (("q", cfg.n_heads), ("k", cfg.n_kv_heads), ("v", cfg.n_kv_heads)):
+        out[f"{prefix}attn.{proj}_proj.weight"] = weight((heads * h, d), d)
+        if gpt2 or cfg.qkv_bias:
+            out[f"{prefix}attn.{proj}_proj.bias"] = bias((heads * h,))
+    out[f"{prefix}attn.o_proj.weight"] = weight((d, cfg.n_heads * h), cfg.n_heads * h)
+    if gpt2:
+        out[f"{prefix}attn.o_proj.bias"] = bias((d,))
+    out[f"{prefix}mlp_norm.weight"] = gain((d,))
+    if gpt2:
+        out[f"{prefix}mlp_norm.bias"] = bias((d,))
+    if cfg.n_experts:
+        out.update(moe_weights(d, cfg.d_ff, cfg.n_experts, f"{prefix}mlp."))
+    else:
+        out.update(mlp_weights(d, cfg.d_ff, cfg.mlp_kind, f"{prefix}mlp."))
+    return out
+
+
+def decoder_weights(cfg: ModelConfig) -> dict[str, TensorSpec]:
+    d = cfg.d_model
+    out = {"embed.weight": TensorSpec((cfg.vocab, d))}
+    if cfg.style == "gpt2":
+        out["pos_embed.weight"] = TensorSpec((cfg.max_positions, d), std=0.1)
+    for i in range(cfg.n_layers):
+        out.update(block_weights(cfg, f"layers.{i}."))
+    out["norm.weight"] = gain((d,))
+    if cfg.style == "gpt2":
+        out["norm.bias"] = bias((d,))
+    if not cfg.tie_embeddings:
+        out["lm_head.weight"] = weight((cfg.vocab, d), d)
+    return out
+
+
+# ---------------------------------------------------------------- float64 forward
+
+
+def _norm(cfg, x, w, name):
+    if cfg.norm == "layernorm":
+        return layernorm(x, w[f"{name}.weight"], w[f"{name}.bias"], cfg.norm_eps)
+    return rmsnorm(x, w[f"{name}.weight"], cfg.norm_eps)
+
+
+def _proj(x, w, name):
+    y = x @ w[f"{name}.weight"].T
+    return y + w[f"{name}.bias"] if f"{name}.bias" in w else y
+
+
+def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=None):
+    """One pre-norm block. Returns (y_btd, k_bksh, v_bksh), the cache including the new tokens."""
+    b, t, _ = x_btd.shape
+    n, kv, h = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
+    past = 0 if k_cache is None else k_cache.shape[2]
+    hx = _norm(cfg, x_btd, w, f"{prefix}attn_norm")
+    q_bnth = _proj(hx, w, f"{prefix}attn.q_proj").reshape(b, t, n, h).transpose(0, 2, 1, 3)
+    k_bkth = _proj(hx, w, f"{prefix}attn.k_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
+    v_bkth = _proj(hx, w, f"{prefix}attn.v_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
+    if cfg.uses_rope:
+        cos, sin = rope_cos_sin(np.arange(past, past + t), rope_inv_freq(h, cfg.rope_theta, cfg.rope_scaling))
+        q_bnth, k_bkth = apply_rope(q_bnth, cos, sin), apply_rope(k_bkth, cos, sin)
+    if k_cache is not None:
+        k_bkth = np.concatenate([k_cache, k_bkth], axis=2)
+        v_bkth = np.concatenate([v_cache, v_bkth], axis=2)
+    attn_btd = attention(q_bnth, k_bkth, v_bkth, causal=True).transpose(0, 2, 1, 3).reshape(b, t, n * h)
+    x_btd = x_btd + _proj(attn_btd, w, f"{prefix}attn.o_proj")
+    hx = _norm(cfg, x_btd, w, f"{prefix}mlp_norm")
+    if cfg.n_experts:
+        ff = moe(hx.reshape(b * t, -1), w, cfg.n_experts, cfg.top_k, f"{prefix}mlp.").reshape(hx.shape)
+    else:
+        ff = mlp(hx, w, cfg.mlp_kind, f"{prefix}mlp.")
+    return x_btd + ff, k_bkth, v_bkth
+
+
+def decoder_forward(cfg: ModelConfig, ids_bt, w, k_cache=None, v_cache=None):
+    """Embedding, n_layers blocks, final norm, LM head. Returns logits [B, T, V]."""
+    past = 0 if k_cache is None else k_cache.shape[3]
+    x = w["embed.weight"][ids_bt]
+    if cfg.style == "gpt2":
+        x = x + w["pos_embed.weight"][past : past + ids_bt.shape[1]]
+    for i in range(cfg.n_layers):
+        caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
+        x, _, _ = block_forward(cfg, x, w, f"layers.{i}.", *caches)
+    x = _norm(cfg, x, w, "norm")
+    head = w["embed.weight"] if cfg.tie_embeddings else w["lm_head.weight"]
+    return x @ head.T
+
+
+# ---------------------------------------------------------------- entries
+
+
+def _cache_spec(cfg, s, layers=None):
+    shape = (s["batch"], cfg.n_kv_heads, s["seq"] - 1, cfg.head_dim)
+    return TensorSpec(shape if layers is None else (layers, *shape))
+
+
+def config_for(entry_name: str, s) -> ModelConfig:
+    """The architecture an entry builds at the given shapes (both sides call this)."""
+    if entry_name in ("block", "decoder"):
+        base = get_model("tiny")
+        style = s["style"]
+        return dataclasses.replace(
+            base,
+            name=entry_name,
+            style=style,
+            d_model=s["n_heads"] * s["head_dim"],
+            n_layers=s.get("layers", 1),
+            n_heads=s["n_heads"],
+            n_kv_heads=s["n_kv_heads"],
+            head_dim=s["head_dim"],
+            d_ff=s["d_ff"],
+            vocab=s.get("vocab", base.vocab),
+            max_positions=max(s["seq"], 1),
+        )
+    return dataclasses.replace(get_model(entry_name), n_layers=s["layers"])
+
+
+def _block_inputs(s):
+    cfg = config_for("block", s)
+    out = {"x": TensorSpec((s["batch"], new_tokens(s), cfg.d_model))}
+    if s["mode"] == "decode":
+        out["k_cache"] = out["v_cache"] = _cache_spec(cfg, s)
+    return out
+
+
+def _block_reference(s, x, w):
+    cfg = config_for("block", s)
+    return block_forward(cfg, x["x"], w, "", x.get("k_cache"), x.get("v_cache"))
+
+
+def _decoder_inputs(name):
+    def inputs(s):
+        cfg = config_for(name, s)
+        out = {"ids": TensorSpec((s["batch"], new_tokens(s)), kind="index", high=cfg.vocab)}
+        if s["mode"] == "decode":
+            out["k_cache"] = out["v_cache"] = _cache_spec(cfg, s, cfg.n_layers)
+        return out
+
+    return inputs
+
+
+def _decoder_reference(name):
+    def reference(s, x, w):
+        return decoder_forward(config_for(name, s), x["ids"], w, x.get("k_cache"), x.get("v_cache"))
+
+    return reference
+
+
+def _check_heads(name):
+    def check(s):
+        require_divisible(name, s, "n_heads", "n_kv_heads")
+
+    return check
+
+
+def _check_positions(name):
+    def check(s):
+        cfg = get_model(name)
+        if cfg.style == "gpt2" and s["seq"] > cfg.max_positions:
+            raise InvalidShape(name, "seq", s["seq"], f"must be <= {cfg.max_positions} learned positions")
+
+    return check
+
+
+_TINY = get_model("tiny")
+_ARCH = (
+    Param("n_heads", _TINY.n_heads, "query heads"),
+    Param("n_kv_heads", _TINY.n_kv_heads, "key/value heads (n_heads divisible by it)"),
+    Param("head_dim", _TINY.head_dim, "head dimension; d_model = n_heads * head_dim", multiple_of=2),
+    Param("d_ff", _TINY.d_ff, "MLP hidden width"),
+)
+
+BLOCK = Entry(
+    name="block",
+    description="pre-norm transformer block: Llama-style (RMSNorm, GQA+RoPE, SwiGLU) or GPT-2-style",
+    params=(BATCH, SEQ, *_ARCH, STYLE, MODE),
+    inputs=_block_inputs,
+    weights=lambda s: block_weights(config_for("block", s)),
+    reference=_block_reference,
+    check=_check_heads("block"),
+    layout="returns (y, k_cache, v_cache): the cache after this step (prefill fills it, decode appends one token)",
+    kind="kernel",
+)
+
+DECODER = Entry(
+    name="decoder",
+    description="token embedding, N blocks, final norm, LM head (defaults: the `tiny` config)",
+    params=(
+        BATCH,
+        SEQ,
+        Param("vocab", _TINY.vocab, "vocabulary"),
+        Param("layers", _TINY.n_layers, "blocks"),
+        *_ARCH,
+        STYLE,
+        MODE,
+    ),
+    inputs=_decoder_inputs("decoder"),
+    weights=lambda s: decoder_weights(config_for("decoder", s)),
+    reference=_decoder_reference("decoder"),
+    check=_check_heads("decoder"),
+)
+
+
+def model_entry(cfg: ModelConfig) -> Entry:
+    """A published model as a catalogue entry: a decoder with the config's architecture."""
+    kind = f"{cfg.n_experts}-expert MoE " if cfg.n_experts else ""
+    return Entry(
+        name=cfg.name,
+        description=(
+            f"{cfg.style}-style {kind}decoder: d_model {cfg.d_model}, {cfg.n_layers} layers, "
+            f"{cfg.n_heads} heads / {cfg.n_kv_heads} kv, d_ff {cfg.d_ff}, vocab {cfg.vocab}"
+        ),
+        params=(
+            Param("batch", 1, "sequences"),
+            SEQ,
+            MODE,
+            Param("layers", cfg.n_layers, "blocks (the published count by default)"),
+        ),
+        inputs=_decoder_inputs(cfg.name),
+        weights=lambda s: decoder_weights(config_for(cfg.name, s)),
+        reference=_decoder_reference(cfg.name),
+        check=_check_positions(cfg.name),
+        kind="model",
+    )
+
+
+ENTRIES = (BLOCK, DECODER)
+MODEL_ENTRIES = tuple(model_entry(cfg) for cfg in load_models().values())

@@ -1,0 +1,75 @@
+"""One exception hierarchy for every error a user can cause.
+
+Each error formats a single line: what was wrong, the bad value, and the valid choices.
+The CLI catches `LandscapeError` alone, prints that line and exits with code 2; anything
+else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+
+def _choices(valid: Iterable[str], bad: str | None = None) -> str:
+    valid = list(valid)
+    text = ", ".join(valid)
+    if bad is not None:
+        close = difflib.get_close_matches(bad, valid, n=1)
+        if close:
+            return f"did you mean {close[0]!r}? valid: {text}"
+    return f"valid: {text}"
+
+
+class LandscapeError(Exception):
+    """Base of every error that bad input can cause."""
+
+
+class UnknownName(LandscapeError):
+    """A kernel, model, dtype, parameter or choice that does not exist."""
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str]):
+        self.kind, self.name, self.valid = kind, name, tuple(valid)
+        super().__init__(f"unknown {kind} {name!r}; {_choices(self.valid, name)}")
+
+
+class InvalidShape(LandscapeError):
+    """A shape parameter whose value breaks its constraint."""
+
+    def __init__(self, entry: str, param: str, value: object, rule: str):
+        self.entry, self.param, self.value, self.rule = entry, param, value, rule
+        super().__init__(f"{entry}: {param}={value} is invalid; {rule}")
+
+
+class UnsupportedDtype(LandscapeError):
+    """A dtype that the entry or the target does not support."""
+
+    def __init__(self, entry: str, dtype: str, valid: Iterable[str]):
+        self.entry, self.dtype, self.valid = entry, dtype, tuple(valid)
+        super().__init__(f"{entry}: dtype {dtype!r} is not supported; {_choices(self.valid, dtype)}")
+
+
+class TooLargeToRun(LandscapeError):
+    """A numerical run whose weights would not fit the run budget."""
+
+    def __init__(self, entry: str, n_params: int, limit: int):
+        self.entry, self.n_params, self.limit = entry, n_params, limit
+        super().__init__(
+            f"{entry}: {n_params:,} parameters is too large to run numerically "
+            f"(limit {limit:,}); choose fewer layers (--shape layers=N) or a smaller model such as tiny or gpt2-small"
+        )
+
+
+class MalformedInput(LandscapeError):
+    """A command-line argument that is not of the expected form."""
+
+
+class WeightMismatch(LandscapeError):
+    """A weight dict whose keys differ from the module's canonical weight names."""
+
+    def __init__(self, missing: Iterable[str], unexpected: Iterable[str]):
+        self.missing, self.unexpected = sorted(missing), sorted(unexpected)
+        super().__init__(
+            f"weights do not match the module: missing {self.missing or 'none'}, "
+            f"unexpected {self.unexpected or 'none'}"
+        )

@@ -1,0 +1,67 @@
+"""Seeded inputs and weights, rounded to the run's dtype, identical for every side."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from reference.dtypes import numpy_dtype
+from reference.spec import Entry, TensorSpec, Value
+
+
+@dataclass(frozen=True)
+class Case:
+    """One concrete problem: the entry, its resolved shapes, the dtype and the arrays.
+
+    `inputs` and `weights` hold the dtype's storage type (bfloat16 via ml_dtypes), token ids
+    int32. The reference reads them as float64, so every side and the reference start from
+    exactly the same values.
+    """
+
+    entry: Entry
+    shapes: Mapping[str, Value]
+    dtype: str
+    seed: int
+    inputs: Mapping[str, np.ndarray]
+    weights: Mapping[str, np.ndarray]
+
+    def reference(self) -> tuple[np.ndarray, ...]:
+        """The float64 reference outputs, always as a tuple."""
+        up = lambda arrays: {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in arrays.items()}
+        out = self.entry.reference(self.shapes, up(self.inputs), up(self.weights))
+        return tuple(out) if isinstance(out, tuple) else (out,)
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    # One stream per tensor name, so adding a tensor never changes the others' values.
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def draw(spec: TensorSpec, rng: np.random.Generator, dtype: str) -> np.ndarray:
+    """Draw one tensor per its spec and round it to the dtype."""
+    if spec.kind == "index":
+        return rng.integers(0, spec.high, size=spec.shape, dtype=np.int32)
+    values = rng.standard_normal(spec.shape) * spec.std
+    if spec.kind == "scale":
+        values = 1.0 + values
+    return values.astype(numpy_dtype(dtype))
+
+
+def make_case(entry: Entry, shapes: Mapping[str, Value], dtype: str, seed: int = 0) -> Case:
+    """Generate the inputs and weights of `entry` at resolved `shapes` in `dtype`.
+
+    Args:
+        entry: a catalogue entry.
+        shapes: the output of `entry.resolve(...)`.
+        dtype: "float32", "bfloat16" or "float16".
+        seed: the generator seed; the same seed gives the same arrays.
+    """
+    entry.check_dtype(dtype)
+    inputs = {k: draw(s, _rng(seed, "input:" + k), dtype) for k, s in entry.inputs(shapes).items()}
+    weights = {k: draw(s, _rng(seed, "weight:" + k), dtype) for k, s in entry.weights(shapes).items()}
+    if entry.condition is not None:
+        entry.condition(shapes, inputs, weights, _rng(seed, "condition"), dtype)
+    return Case(entry, dict(shapes), dtype, seed, inputs, weights)

@@ -1,0 +1,102 @@
+"""Published model configurations, loaded strictly from `models.toml`."""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+
+from reference.errors import LandscapeError, UnknownName
+
+MODELS_FILE = Path(__file__).with_name("models.toml")
+
+
+class BadModelFile(LandscapeError):
+    """models.toml has a missing, unknown or ill-typed field."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """One decoder-only transformer's architecture (no weights)."""
+
+    name: str
+    source: str
+    style: str  # "llama" or "gpt2"
+    d_model: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int
+    vocab: int
+    norm_eps: float
+    max_positions: int
+    rope_theta: float = 10000.0
+    tie_embeddings: bool = False
+    qkv_bias: bool = False
+    n_experts: int = 0  # 0: dense MLP
+    top_k: int = 0
+    head_dim: int = 0  # 0: d_model // n_heads
+    ffn_multiple_of: int = 0
+    ffn_dim_multiplier: float = 1.0
+    rope_scaling: dict | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self):
+        if self.head_dim == 0:
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+
+    @property
+    def mlp_kind(self) -> str:
+        if self.n_experts:
+            return "moe"
+        return "gelu" if self.style == "gpt2" else "swiglu"
+
+    @property
+    def norm(self) -> str:
+        return "layernorm" if self.style == "gpt2" else "rmsnorm"
+
+    @property
+    def uses_rope(self) -> bool:
+        return self.style == "llama"
+
+
+@functools.cache
+def load_models(path: Path = MODELS_FILE) -> dict[str, ModelConfig]:
+    """Read every model of the file into frozen configs.
+
+    Raises:
+        BadModelFile: a field is unknown, missing or of the wrong type; the message names
+            the file, the model and the field.
+    """
+    raw = tomllib.loads(path.read_text())
+    raw.pop("schema", None)
+    known = {f.name: f for f in fields(ModelConfig)}
+    required = [f.name for f in fields(ModelConfig) if f.default is MISSING and f.name != "name"]
+    out = {}
+    for name, table in raw.items():
+        for key, value in table.items():
+            if key not in known or key == "name":
+                raise BadModelFile(f"{path}: model {name!r}: unknown field {key!r}; valid: {', '.join(sorted(known))}")
+        for key in required:
+            if key not in table:
+                raise BadModelFile(f"{path}: model {name!r}: missing field {key!r}")
+        out[name] = ModelConfig(name=name, **table)
+    return out
+
+
+def get_model(name: str) -> ModelConfig:
+    models = load_models()
+    if name not in models:
+        raise UnknownName("model", name, models)
+    return models[name]
+
+
+def derived_ffn_width(d_model: int, multiple_of: int, ffn_dim_multiplier: float) -> int:
+    """Meta's Llama FFN width: int(2 * 4d / 3), times the multiplier, rounded up to multiple_of.
+
+    Worked number: Llama 3.1 8B, d=4096, multiplier 1.3, multiple_of 1024:
+    int(2*16384/3)=10922, int(10922*1.3)=14198, ceil to 1024 -> 14336.
+    """
+    hidden = int(2 * 4 * d_model / 3)
+    hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)

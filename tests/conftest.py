@@ -1,0 +1,36 @@
+"""Strict test settings: hypothesis profiles, strict JAX promotion, two emulated CPU devices."""
+
+from __future__ import annotations
+
+import os
+
+# Two host devices, so multi-chip code can be tested on a CPU (must precede importing jax).
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+# ci: derandomized and bounded, so the whole suite fits its time budget on 2 cores.
+settings.register_profile(
+    "ci",
+    max_examples=3,
+    derandomize=True,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+# dev: wider search for local runs (HYPOTHESIS_PROFILE=dev).
+settings.register_profile(
+    "dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_configure(config):
+    try:
+        import jax
+    except ImportError:  # the core tests need no framework
+        return
+    # Broadcasting must be explicit in our JAX code. Dtype promotion stays "standard":
+    # flax.nnx.LayerNorm computes its statistics via jnp.promote_types(bfloat16, float32),
+    # which "strict" refuses, so strict mode would fail inside Flax, not in our code.
+    jax.config.update("jax_numpy_rank_promotion", "raise")

@@ -1,0 +1,135 @@
+"""The float64 references obey the mathematical identities that define each kernel."""
+
+import numpy as np
+import pytest
+
+from reference.catalogue import get_entry
+from reference.catalogue.attention import apply_rope, attention, rope_cos_sin, rope_inv_freq
+from reference.catalogue.elementwise import gelu, log_softmax, softmax
+from reference.catalogue.mlp import mlp, route
+from reference.catalogue.transformer import block_forward, config_for, decoder_forward
+from reference.inputs import make_case
+
+
+def _case(name, dtype="float32", seed=0, **shapes):
+    entry = get_entry(name)
+    case = make_case(entry, entry.resolve(shapes), dtype, seed)
+    up = lambda d: {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in d.items()}
+    return case, up(case.inputs), up(case.weights)
+
+
+def test_same_seed_gives_identical_inputs_and_a_new_seed_different_ones():
+    a, b, c = (_case("block", seed=s)[0] for s in (0, 0, 1))
+    assert all(np.array_equal(a.weights[k], b.weights[k]) for k in a.weights)
+    assert not np.array_equal(a.inputs["x"], c.inputs["x"])
+
+
+def test_inputs_are_exactly_representable_in_the_dtype():
+    case, x, _ = _case("matmul", "bfloat16")
+    assert case.inputs["a"].dtype.name == "bfloat16"
+    assert np.array_equal(x["a"].astype(case.inputs["a"].dtype).astype(np.float64), x["a"])
+
+
+def test_softmax_rows_sum_to_one_and_survive_large_logits():
+    x = np.array([[1000.0, 1000.0, -1000.0]])
+    np.testing.assert_allclose(softmax(x).sum(-1), 1.0)
+    np.testing.assert_allclose(np.exp(log_softmax(x)), softmax(x))
+
+
+def test_gelu_tanh_form_is_close_to_erf_form():
+    x = np.linspace(-4, 4, 101)
+    assert np.max(np.abs(gelu(x, "tanh") - gelu(x))) < 1e-3  # Hendrycks & Gimpel: max error ~4.7e-4
+
+
+def test_rope_is_a_rotation_and_preserves_norms():
+    x = np.random.default_rng(0).standard_normal((1, 2, 65, 64))
+    cos, sin = rope_cos_sin(np.arange(65), rope_inv_freq(64, 10000.0))
+    np.testing.assert_allclose(np.linalg.norm(apply_rope(x, cos, sin), axis=-1), np.linalg.norm(x, axis=-1))
+
+
+def test_rope_scores_depend_only_on_relative_position():
+    rng = np.random.default_rng(1)
+    q, k = rng.standard_normal((1, 1, 1, 16)), rng.standard_normal((1, 1, 1, 16))
+    inv = rope_inv_freq(16, 10000.0)
+    rotated = lambda x, pos: apply_rope(x, *rope_cos_sin([pos], inv)).ravel()
+    score = lambda m, n: float(rotated(q, m) @ rotated(k, n))
+    assert score(7, 3) == pytest.approx(score(104, 100))
+
+
+def test_llama3_scaling_keeps_high_frequencies_and_divides_low_ones():
+    scaling = dict(factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=8192)
+    plain, scaled = rope_inv_freq(128, 500000.0), rope_inv_freq(128, 500000.0, scaling)
+    assert scaled[0] == plain[0]
+    assert scaled[-1] == pytest.approx(plain[-1] / 8)
+
+
+def test_causal_attention_first_query_sees_only_the_first_key():
+    _, x, _ = _case("attention", n_heads=2, n_kv_heads=1, seq=5)
+    out = attention(x["q"], x["k"], x["v"], causal=True)
+    np.testing.assert_allclose(out[:, :, 0], np.repeat(x["v"][:, :, 0], 2, axis=1))
+
+
+def test_gqa_equals_mha_with_repeated_kv_heads():
+    _, x, _ = _case("attention", n_heads=4, n_kv_heads=2)
+    mha = attention(x["q"], np.repeat(x["k"], 2, axis=1), np.repeat(x["v"], 2, axis=1), causal=True)
+    np.testing.assert_allclose(attention(x["q"], x["k"], x["v"], causal=True), mha)
+
+
+def test_conv2d_with_a_1x1_kernel_is_a_matmul_over_channels():
+    case, x, w = _case("conv2d", kernel=1, padding=0)
+    y = case.reference()[0]
+    expected = np.einsum("bchw,oc->bohw", x["x"], w["weight"][:, :, 0, 0]) + w["bias"][None, :, None, None]
+    np.testing.assert_allclose(y, expected)
+
+
+def test_routing_keeps_exactly_top_k_experts_summing_to_one():
+    logits = np.random.default_rng(2).standard_normal((65, 8))
+    weights = route(logits, 2)
+    assert (np.count_nonzero(weights, axis=-1) == 2).all()
+    np.testing.assert_allclose(weights.sum(-1), 1.0)
+
+
+def test_moe_with_one_expert_is_that_experts_swiglu():
+    case, x, w = _case("moe", n_experts=1, top_k=1)
+    expert = {k.removeprefix("experts.0."): v for k, v in w.items()}
+    np.testing.assert_allclose(case.reference()[0], mlp(x["x"], expert, "swiglu"))
+
+
+def test_generator_keeps_router_choices_away_from_ties():
+    from reference.catalogue.mlp import router_margin_ok
+
+    case, x, w = _case("moe", "bfloat16", m=129)
+    assert router_margin_ok(x["x"] @ w["router.weight"].T, 2).all()
+
+
+@pytest.mark.parametrize("style", ["llama", "gpt2"])
+def test_decode_step_matches_the_last_row_of_prefill(style):
+    """A KV cache is an optimization: decoding token S-1 after S-1 cached tokens equals prefill."""
+    case, x, w = _case("block", style=style, seq=9)
+    cfg = config_for("block", case.shapes)
+    y_full, k_full, v_full = block_forward(cfg, x["x"], w)
+    _, k_past, v_past = block_forward(cfg, x["x"][:, :-1], w)
+    y_last, k_all, v_all = block_forward(cfg, x["x"][:, -1:], w, "", k_past, v_past)
+    np.testing.assert_allclose(y_last, y_full[:, -1:], atol=1e-12)
+    np.testing.assert_allclose(k_all, k_full, atol=1e-12)
+
+
+def test_decoder_decode_matches_prefill_logits():
+    case, x, w = _case("decoder", seq=6, style="gpt2")
+    cfg = config_for("decoder", case.shapes)
+    ids = x["ids"]
+    full = decoder_forward(cfg, ids, w)
+    # Build the cache of the first S-1 tokens layer by layer, then decode the last token.
+    h = w["embed.weight"][ids[:, :-1]] + w["pos_embed.weight"][: ids.shape[1] - 1]
+    ks, vs = [], []
+    for i in range(cfg.n_layers):
+        h, k, v = block_forward(cfg, h, w, f"layers.{i}.")
+        ks.append(k)
+        vs.append(v)
+    last = decoder_forward(cfg, ids[:, -1:], w, np.stack(ks), np.stack(vs))
+    np.testing.assert_allclose(last, full[:, -1:], atol=1e-10)
+
+
+def test_clone_of_65_elements_is_exact():
+    case, x, _ = _case("clone", n=65)
+    assert np.array_equal(case.reference()[0], x["x"])

@@ -1,0 +1,76 @@
+"""Shapes for property tests: odd sizes (1, 63, 65, 129) for every dimension, small structure.
+
+Dimension parameters (widths, lengths, vocabularies) sweep the odd sizes that break tiling
+and padding code; structural parameters (batch, heads, layers, experts, kernel) stay small so
+the suite fits its budget.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from reference.catalogue import CATALOGUE, KERNELS
+from reference.errors import InvalidShape
+
+ODD_SIZES = (1, 63, 65, 129)
+
+STRUCTURAL = {
+    "batch": (1, 2, 3),
+    "heads": (1, 3),
+    "n_heads": (1, 2, 4, 6),
+    "n_kv_heads": (1, 2, 3),
+    "layers": (1, 2),
+    "n_experts": (1, 3, 4),
+    "top_k": (1, 2),
+    "kernel": (1, 2, 3),
+    "stride": (1, 2),
+    "padding": (0, 1),
+    "height": (1, 5, 9, 17),
+    "width": (1, 5, 9, 17),
+}
+
+# Entries small enough to sweep: every kernel, and the tiny model.
+SWEPT = [*KERNELS, "tiny"]
+
+
+def _valid(param, value: int) -> int:
+    """The nearest admissible value at or above `value` (head_dim must be even)."""
+    value = max(value, param.minimum)
+    return value + (-value) % param.multiple_of
+
+
+def themed_shapes(name: str, size: int) -> dict:
+    """Every dimension parameter of the entry at `size` (made admissible); the rest at defaults."""
+    entry = CATALOGUE[name]
+    out = {}
+    for p in entry.params:
+        if p.choices or p.name in STRUCTURAL:
+            continue
+        out[p.name] = _valid(p, size)
+    if "height" in out or name == "conv2d":
+        out["height"] = out["width"] = min(size, 17)
+    return out
+
+
+@st.composite
+def shapes_for(draw, name: str) -> dict:
+    """A random admissible shape assignment for the entry (choices drawn too)."""
+    entry = CATALOGUE[name]
+    dims = st.one_of(st.sampled_from(ODD_SIZES), st.integers(1, 130))
+    out = {}
+    for p in entry.params:
+        if p.choices:
+            out[p.name] = draw(st.sampled_from(p.choices))
+        elif p.name in STRUCTURAL:
+            out[p.name] = draw(st.sampled_from(STRUCTURAL[p.name]))
+        elif p.name == "layers":
+            out[p.name] = 1
+        else:
+            out[p.name] = _valid(p, draw(dims))
+    try:
+        entry.resolve(out)
+    except InvalidShape:
+        from hypothesis import assume
+
+        assume(False)
+    return out

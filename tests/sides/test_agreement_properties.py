@@ -1,0 +1,61 @@
+"""Both sides agree with the float64 reference, and with each other, for every swept entry.
+
+Odd sizes (1, 63, 65, 129) in every dimension and every dtype always run; hypothesis adds
+random shapes and seeds on top (bounded by the `ci` profile).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.agreement import check_agreement
+from reference.catalogue import CATALOGUE
+from reference.dtypes import FLOAT_DTYPES
+from tests.shape_cases import ODD_SIZES, SWEPT, shapes_for, themed_shapes
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
+
+
+@pytest.fixture(scope="module")
+def runners():
+    import jax_side
+    import pytorch_side
+
+    return {"torch": pytorch_side.run_case, "jax": jax_side.run_case}
+
+
+def _assert_agrees(result):
+    failed = {k: v.to_dict() for k, v in result.errors.items() if not v.ok}
+    assert result.ok, f"{result.kernel} {result.dtype} {dict(result.shapes)}: {failed}"
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("size", ODD_SIZES)
+@pytest.mark.parametrize("name", SWEPT)
+def test_sides_agree_with_reference_at_odd_sizes(name, size, dtype, runners):
+    _assert_agrees(check_agreement(name, themed_shapes(name, size), dtype, seed=size, runners=runners))
+
+
+WITH_CHOICES = [n for n in SWEPT if any(p.choices for p in CATALOGUE[n].params)]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", WITH_CHOICES)
+def test_every_choice_combination_agrees(name, dtype, runners):
+    choice_params = [p for p in CATALOGUE[name].params if p.choices]
+    for values in itertools.product(*(p.choices for p in choice_params)):
+        shapes = {p.name: v for p, v in zip(choice_params, values)}
+        _assert_agrees(check_agreement(name, shapes, dtype, runners=runners))
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", SWEPT)
+@given(data=st.data())
+def test_sides_agree_on_random_shapes(name, dtype, data, runners):
+    shapes = data.draw(shapes_for(name), label="shapes")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    _assert_agrees(check_agreement(name, shapes, dtype, seed, runners=runners))

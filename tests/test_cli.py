@@ -1,0 +1,102 @@
+"""The CLI: fast help, JSON output with the documented keys, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from reference import cli
+
+
+def _landscape(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "reference.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_help_imports_neither_torch_nor_jax():
+    code = "import sys; from reference.cli import main; main(['--help']); print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0
+    assert out.stdout.strip().endswith("[]")
+
+
+@pytest.mark.parametrize("command", [["--help"], ["kernels", "--help"], ["run", "--help"]])
+def test_every_command_has_help(command, capsys):
+    assert cli.main(command) == 0
+    assert "Usage" in capsys.readouterr().out
+
+
+def test_kernels_json_lists_kernels_and_models_with_parameters(capsys):
+    assert cli.main(["kernels", "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["attention"]["params"]["n_kv_heads"]["default"] == 2
+    assert rows["llama-3.1-70b"]["kind"] == "model"
+    assert rows["matmul"]["sides"] == ["reference", "torch", "jax"]
+    assert rows["conv2d"]["layout"]
+
+
+def test_kernels_table_keeps_brackets_rich_would_read_as_markup(capsys):
+    assert cli.main(["kernels"]) == 0
+    assert "C[m,n] = A[m,k] @ B[k,n]" in capsys.readouterr().out
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_run_json_has_the_documented_keys(capsys):
+    assert cli.main(["run", "clone", "--shape", "n=65", "--dtype", "float16", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"kernel", "dtype", "shapes", "errors", "tolerance", "ok"} <= set(data)
+    assert set(data["errors"]) == {"torch_vs_ref", "jax_vs_ref", "torch_vs_jax"}
+    assert {"max_abs", "max_rel"} <= set(data["errors"]["torch_vs_jax"])
+    assert data["shapes"] == {"n": 65} and data["ok"] is True
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_run_prints_a_table_and_is_repeatable(capsys):
+    assert cli.main(["run", "softmax", "--shape", "n=129", "--dtype", "bfloat16"]) == 0
+    first = capsys.readouterr().out
+    assert "torch_vs_jax" in first and "pass" in first
+    cli.main(["run", "softmax", "--shape", "n=129", "--dtype", "bfloat16"])
+    assert capsys.readouterr().out == first
+
+
+def test_a_failed_check_exits_1(monkeypatch, capsys):
+    wrong = lambda case: tuple(o + 1.0 for o in case.reference())
+    monkeypatch.setattr(cli, "default_runners", lambda: {"torch": wrong, "jax": wrong})
+    assert cli.main(["run", "relu", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["ok"] is False
+
+
+BAD_INPUTS = {
+    "unknown name": (["run", "atention"], "did you mean 'attention'"),
+    "unknown parameter": (["run", "matmul", "--shape", "q=3"], "valid: m, n, k"),
+    "zero size": (["run", "matmul", "--shape", "m=0"], "must be >= 1"),
+    "negative size": (["run", "matmul", "--shape", "k=-1"], "must be >= 1"),
+    "heads not divisible": (["run", "attention", "--shape", "n_heads=6", "--shape", "n_kv_heads=4"], "divisible"),
+    "unsupported dtype": (["run", "matmul", "--dtype", "float64"], "float32"),
+    "bad choice": (["run", "block", "--shape", "mode=train"], "prefill, decode"),
+    "malformed shape": (["run", "matmul", "--shape", "m"], "PARAM=VALUE"),
+    "too large": (["run", "llama-3.1-405b"], "too large"),
+    "unknown command": (["runn"], "No such command"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_INPUTS, ids=list(BAD_INPUTS))
+def test_bad_input_is_one_line_exit_2_no_traceback(case, capsys):
+    args, needle = BAD_INPUTS[case]
+    assert cli.main(args) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("landscape: error:") and needle in lines[0]
+    assert "Traceback" not in captured.err + captured.out
+
+
+def test_console_script_exits_2_on_bad_input():
+    out = _landscape("run", "matmul", "--shape", "m=0")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
