@@ -7,7 +7,7 @@ check their own modules against their own reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -68,7 +68,11 @@ def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance) -> Err
 
 @dataclass(frozen=True)
 class Agreement:
-    """The result of a three-way check, JSON-ready through `to_dict`."""
+    """The result of a three-way check, JSON-ready through `to_dict`.
+
+    `reference` and `outputs` keep the arrays that were compared (float64), for inspection;
+    `to_dict` leaves them out.
+    """
 
     kernel: str
     dtype: str
@@ -76,6 +80,8 @@ class Agreement:
     seed: int
     errors: Mapping[str, ErrorStats]
     tolerance: Tolerance
+    reference: Outputs = field(default=(), repr=False, compare=False)
+    outputs: Mapping[str, Outputs] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -108,7 +114,7 @@ def compare_outputs(name: str, dtype: str, reference: Outputs, sides: Mapping[st
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             errors[f"{a}_vs_{b}"] = error_stats(sides[a], sides[b], tol.widened(CROSS_SIDE_FACTOR))
-    return Agreement(name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol)
+    return Agreement(name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol, reference, dict(sides))
 
 
 def check_agreement(

@@ -36,8 +36,3 @@ def unit_roundoff(name: str) -> float:
     float32 2**-23, float16 2**-10, bfloat16 2**-7.
     """
     return float(ml_dtypes.finfo(numpy_dtype(name)).eps)
-
-
-def round_to(array: np.ndarray, name: str) -> np.ndarray:
-    """Round a float64 array to the dtype and return it as float64 again (exact values)."""
-    return np.asarray(array).astype(numpy_dtype(name)).astype(np.float64)

@@ -28,11 +28,21 @@ class Case:
     inputs: Mapping[str, np.ndarray]
     weights: Mapping[str, np.ndarray]
 
+    def float64_inputs(self) -> dict[str, np.ndarray]:
+        """The inputs as the reference reads them: floats widened exactly to float64, ids unchanged."""
+        return _widen(self.inputs)
+
+    def float64_weights(self) -> dict[str, np.ndarray]:
+        return _widen(self.weights)
+
     def reference(self) -> tuple[np.ndarray, ...]:
         """The float64 reference outputs, always as a tuple."""
-        up = lambda arrays: {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in arrays.items()}
-        out = self.entry.reference(self.shapes, up(self.inputs), up(self.weights))
+        out = self.entry.reference(self.shapes, self.float64_inputs(), self.float64_weights())
         return tuple(out) if isinstance(out, tuple) else (out,)
+
+
+def _widen(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in arrays.items()}
 
 
 def _rng(seed: int, name: str) -> np.random.Generator:

@@ -7,7 +7,7 @@ An `Entry` is pure data plus pure functions. The PyTorch and JAX implementations
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
@@ -122,7 +122,6 @@ class Entry:
     layout: str = ""
     condition: Condition | None = None
     kind: str = "kernel"
-    defaults_note: str = field(default="", compare=False)
 
     def param(self, name: str) -> Param:
         for p in self.params:

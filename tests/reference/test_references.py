@@ -14,8 +14,7 @@ from reference.inputs import make_case
 def _case(name, dtype="float32", seed=0, **shapes):
     entry = get_entry(name)
     case = make_case(entry, entry.resolve(shapes), dtype, seed)
-    up = lambda d: {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in d.items()}
-    return case, up(case.inputs), up(case.weights)
+    return case, case.float64_inputs(), case.float64_weights()
 
 
 def test_same_seed_gives_identical_inputs_and_a_new_seed_different_ones():

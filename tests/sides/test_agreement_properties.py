@@ -29,8 +29,19 @@ def runners():
 
 
 def _assert_agrees(result):
+    """Our normwise verdict, cross-checked with each framework's own testing assertions."""
+    import chex
+    import numpy as np
+    import torch
+
     failed = {k: v.to_dict() for k, v in result.errors.items() if not v.ok}
     assert result.ok, f"{result.kernel} {result.dtype} {dict(result.shapes)}: {failed}"
+    for ref, torch_out, jax_out in zip(result.reference, result.outputs["torch"], result.outputs["jax"]):
+        # The normwise bound as an elementwise atol: the same inequality, checked independently.
+        bound = result.tolerance.bound(float(np.abs(ref).max()) if ref.size else 0.0)
+        torch.testing.assert_close(torch.from_numpy(torch_out), torch.from_numpy(ref), atol=bound, rtol=0)
+        chex.assert_tree_all_finite(jax_out)
+        chex.assert_trees_all_close(jax_out, ref, atol=bound, rtol=0)
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
