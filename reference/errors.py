@@ -73,3 +73,16 @@ class WeightMismatch(LandscapeError):
             f"weights do not match the module: missing {self.missing or 'none'}, "
             f"unexpected {self.unexpected or 'none'}"
         )
+
+
+class MalformedIR(LandscapeError):
+    """StableHLO text that does not parse, or IR that breaks a shape or type rule."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None):
+        self.line, self.column = line, column
+        where = f" at line {line}, column {column}" if line is not None else ""
+        super().__init__(f"malformed IR{where}: {message}")
+
+
+class LoweringFailed(LandscapeError):
+    """A framework's compiler could not lower the program."""

@@ -1,0 +1,78 @@
+"""The PyTorch path: torch.export -> ATen FX graph -> torch-mlir -> StableHLO -> IR.
+
+Parameters are graph inputs (torch.func.functional_call), and the module and example inputs
+are fake tensors (FakeTensorMode), so no weights are materialized: a 405B model lowers as
+easily as a small one. Modules are created with their dtype set at construction, because
+`.to(dtype)` under fake mode fails.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch import nn
+
+from pytorch_side.kernels import TORCH_DTYPES, build
+from reference.catalogue import get_entry
+from reference.errors import LoweringFailed
+from reference.ir import parse_stablehlo, verify
+from reference.lowering import Lowering
+
+
+class _ParamsAsInputs(nn.Module):
+    """forward(params, *inputs) = module(*inputs) with `params` substituted for its weights.
+
+    The module is held outside nn.Module's registry, so its own parameters are not lifted
+    into the exported program; only the ones passed in are graph inputs.
+    """
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self._held = (module,)
+
+    def forward(self, params, *inputs):
+        return torch.func.functional_call(self._held[0], params, inputs)
+
+
+def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
+    """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
+
+    Raises:
+        LoweringFailed: torch.export or torch-mlir could not lower the module.
+    """
+    from torch_mlir import fx
+
+    params = dict(module.named_parameters())
+    state = {**params, **dict(module.named_buffers())}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
+            exported = torch.export.export(_ParamsAsInputs(module), (state, *example_inputs))
+            mlir_module = fx.export_and_import(exported, output_type="stablehlo")
+    except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
+        raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+    text = mlir_module.operation.get_asm(enable_debug_info=True)
+    ir_module = verify(parse_stablehlo(text))
+    n_inputs = len(state) + len(example_inputs)
+    param_args = tuple(range(len(params))) if len(ir_module.main.args) == n_inputs else ()
+    stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
+    return Lowering("torch", name, stages, ir_module, param_args)
+
+
+def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
+    """The entry's inputs as tensors (create them under FakeTensorMode to keep them fake)."""
+    out = []
+    for spec in get_entry(name).inputs(shapes).values():
+        dt = torch.int32 if spec.kind == "index" else TORCH_DTYPES[dtype]
+        out.append(torch.empty(spec.shape, dtype=dt))
+    return out
+
+
+def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
+    """Lower a catalogue entry (resolved shapes) with a fake module and fake inputs."""
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        module = build(name, shapes, dtype)
+        inputs = fake_inputs(name, shapes, dtype)
+        return lower_module(module, *inputs, name=name)

@@ -1,0 +1,233 @@
+"""Build the IR from StableHLO text by walking the MLIR module with jaxlib's bindings.
+
+No hand-written parser: MLIR parses the text; this module reads ops, types and attributes
+through the bindings' typed accessors (DotDimensionNumbers, ConvDimensionNumbers, dense
+arrays). Ops outside HANDLED are kept as opaque ops (`known=False`) with their name and types,
+so a target can still cost them as a fallback; nothing is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reference.errors import MalformedIR
+from reference.ir.graph import Block, ConvDims, DotDims, Function, Module, Op, Origin, TensorType
+from reference.ir.mlir_context import make_context
+
+ELEMENTWISE = {
+    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs",
+    "sign", "floor", "ceil", "round_nearest_afz", "round_nearest_even", "compare", "select",
+    "convert", "clamp", "and", "or", "xor", "not", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "is_finite", "real", "imag", "popcnt", "count_leading_zeros",
+    "square",  # chlo.square: x * x
+}
+TRANSCENDENTAL = {
+    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine",
+    "cosine", "tan", "sqrt", "rsqrt", "cbrt", "power", "atan2", "erf", "erfc", "erf_inv", "lgamma",
+    "digamma",  # chlo.erf / chlo.erfc: one library call per element on a GPU (erff, erfcf)
+}
+DATA_MOVEMENT = {
+    "top_k", "sort",  # chlo.top_k and sort: comparisons only
+    "dynamic_iota",  # torch-mlir's iota
+    "constant", "broadcast_in_dim", "broadcast", "reshape", "transpose", "slice", "dynamic_slice",
+    "dynamic_update_slice", "concatenate", "pad", "gather", "scatter", "iota", "reverse",
+    "get_tuple_element", "tuple", "bitcast_convert", "optimization_barrier", "copy",
+}
+CONTRACTION = {"dot_general", "dot", "convolution"}
+REDUCTION = {"reduce", "reduce_window", "reduce_precision"}
+CONTROL = {"while", "case", "if", "return", "call", "func", "custom_call"}
+HANDLED = ELEMENTWISE | TRANSCENDENTAL | DATA_MOVEMENT | CONTRACTION | REDUCTION | CONTROL
+
+
+def category(op: Op) -> str:
+    """contraction, elementwise, transcendental, reduction, data_movement, control or unknown."""
+    short = op.short_name
+    for name, members in (
+        ("contraction", CONTRACTION), ("transcendental", TRANSCENDENTAL), ("elementwise", ELEMENTWISE),
+        ("reduction", REDUCTION), ("data_movement", DATA_MOVEMENT), ("control", CONTROL),
+    ):
+        if short in members and op.known:
+            return name
+    return "unknown"
+
+
+_QUOTED = re.compile(r'"([^"]*)"(?::(\d+))?')
+
+
+def origin_of(loc_text: str) -> Origin:
+    """Provenance from an MLIR location's text.
+
+    JAX locations name the op by its name stack (`"jit(f)/layers.0/dot_general"`); torch-mlir's
+    are chains of file:line callsites. scope is the first name, or the innermost file:line;
+    source is the first file:line outside site-packages (the user's code).
+    """
+    names, files = [], []
+    for text, line in _QUOTED.findall(loc_text):
+        (files.append(f"{text.rsplit('/', 1)[-1]}:{line}") if line else names.append(text)) if text else None
+        if line and "site-packages" not in text and not text.startswith("<frozen") and "source" not in locals():
+            source = f"{text.rsplit('/', 1)[-1]}:{line}"
+    scope = names[0] if names else (files[0] if files else "")
+    return Origin(scope=scope, source=locals().get("source", ""), loc=loc_text)
+
+
+class _Reader:
+    def __init__(self):
+        from jaxlib.mlir import ir
+        from jaxlib.mlir.dialects import stablehlo
+
+        self.ir, self.stablehlo = ir, stablehlo
+        self.ids: dict[Any, str] = {}
+        self.constants: dict[str, float] = {}  # value id -> scalar value of splat constants
+        self.counter = 0
+        self.current_op = ""
+
+    # -- values and types
+    def name(self, value, prefix="%") -> str:
+        if value not in self.ids:
+            self.ids[value] = f"{prefix}{self.counter}"
+            self.counter += 1
+        return self.ids[value]
+
+    def tensor_type(self, mlir_type) -> TensorType:
+        ir = self.ir
+        if isinstance(mlir_type, ir.RankedTensorType):
+            t = mlir_type
+            if not t.has_static_shape:
+                raise MalformedIR(f"dynamic shape {t} is not supported")
+            return TensorType(tuple(t.shape), str(t.element_type))
+        return TensorType((), str(mlir_type))
+
+    # -- attributes
+    def attribute(self, key: str, attr) -> Any:
+        ir, sh = self.ir, self.stablehlo
+        if key == "dot_dimension_numbers":
+            d = sh.DotDimensionNumbers(attr)
+            return DotDims(
+                tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions),
+                tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions),
+            )
+        if key == "dimension_numbers" and self.current_op == "stablehlo.convolution":
+            d = sh.ConvDimensionNumbers(attr)
+            return ConvDims(
+                d.input_batch_dimension, d.input_feature_dimension, tuple(d.input_spatial_dimensions),
+                d.kernel_input_feature_dimension, d.kernel_output_feature_dimension,
+                tuple(d.kernel_spatial_dimensions), d.output_batch_dimension, d.output_feature_dimension,
+                tuple(d.output_spatial_dimensions),
+            )
+        if key == "comparison_direction":
+            return sh.ComparisonDirectionAttr(attr).value
+        if isinstance(attr, ir.DenseI64ArrayAttr):
+            return tuple(attr)
+        if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr, ir.FlatSymbolRefAttr)):
+            return attr.value
+        if isinstance(attr, ir.DenseElementsAttr):
+            dense = attr
+            if dense.is_splat:
+                splat = dense.get_splat_value()
+                if isinstance(splat, (ir.IntegerAttr, ir.FloatAttr)):
+                    return ("splat", splat.value)
+            text = str(attr)
+            return text if len(text) <= 80 else f"dense<...> : {attr.type}"
+        return str(attr)
+
+    # -- ops
+    def op(self, mlir_op) -> Op:
+        operation = mlir_op.operation
+        name = operation.name
+        short = name.split(".", 1)[-1]
+        self.current_op = name
+        attrs_in = operation.attributes
+        attrs = tuple(
+            (attrs_in[i].name, self.attribute(attrs_in[i].name, attrs_in[i].attr)) for i in range(len(attrs_in))
+        )
+        operands = tuple(self.name(v) for v in operation.operands)
+        operand_types = tuple(self.tensor_type(v.type) for v in operation.operands)
+        results = tuple(self.name(r) for r in operation.results)
+        result_types = tuple(self.tensor_type(r.type) for r in operation.results)
+        regions = tuple(self.block(region.blocks[0]) for region in operation.regions if len(region.blocks))
+        callee = dict(attrs).get("callee") if short == "call" else None
+        if short == "constant":
+            value = dict(attrs).get("value")
+            if isinstance(value, tuple) and value[0] == "splat":
+                self.constants[results[0]] = value[1]
+        op = Op(
+            name=name, results=results, result_types=result_types, operands=operands,
+            operand_types=operand_types, attrs=attrs, regions=regions, callee=callee,
+            origin=origin_of(str(operation.location)), known=short in HANDLED,
+        )
+        if short == "while":
+            op = _with_trip_count(op, self.constants)
+        return op
+
+    def block(self, block) -> Block:
+        args = tuple((self.name(a, "%iter"), self.tensor_type(a.type)) for a in block.arguments)
+        return Block(args, tuple(self.op(o) for o in block.operations))
+
+    def function(self, fn) -> Function:
+        attrs = fn.operation.attributes
+        name = attrs["sym_name"].value
+        block = fn.regions[0].blocks[0]
+        args = tuple((self.name(a, "%arg"), self.tensor_type(a.type)) for a in block.arguments)
+        arg_names = tuple(_arg_name(str(a.location)) for a in block.arguments)
+        fn_type = attrs["function_type"].value
+        results = tuple(self.tensor_type(t) for t in fn_type.results)
+        return Function(name, args, results, tuple(self.op(o) for o in block.operations), arg_names)
+
+
+def _arg_name(loc_text: str) -> str:
+    match = re.match(r'loc\("([^"]*)"\)$', loc_text)
+    return match.group(1) if match else ""
+
+
+def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
+    """Static trip count of `while (i < N) { ...; i = i + step }` with constant start, N, step."""
+    cond, body = op.regions
+    cond_constants = {o.results[0]: o.attr("value")[1] for o in cond.ops if o.short_name == "constant" and isinstance(o.attr("value"), tuple)}
+    body_constants = {o.results[0]: o.attr("value")[1] for o in body.ops if o.short_name == "constant" and isinstance(o.attr("value"), tuple)}
+    arg_ids = [a for a, _ in cond.args]
+    for c in cond.ops:
+        if c.short_name != "compare" or c.attr("comparison_direction") != "LT":
+            continue
+        if c.operands[0] not in arg_ids or c.operands[1] not in cond_constants:
+            continue
+        index = arg_ids.index(c.operands[0])
+        start = constants.get(op.operands[index])
+        body_arg = body.args[index][0]
+        returned = body.ops[-1].operands[index]
+        step = next(
+            (body_constants.get(o.operands[1]) for o in body.ops
+             if o.results and o.results[0] == returned and o.short_name == "add" and o.operands[0] == body_arg),
+            None,
+        )
+        if start is None or not step:
+            return op
+        trips = max(0, -(-(int(cond_constants[c.operands[1]]) - int(start)) // int(step)))
+        return Op(**{**{f: getattr(op, f) for f in Op.__slots__}, "trip_count": trips})
+    return op
+
+
+_DIAGNOSTIC = re.compile(r":(\d+):(\d+): (.*)")
+
+
+def parse_stablehlo(text: str) -> Module:
+    """Parse StableHLO (or MHLO/CHLO-mixed) text into the IR.
+
+    Raises:
+        MalformedIR: the text does not parse; the message has MLIR's line and column.
+    """
+    ctx = make_context()
+    reader = _Reader()
+    with ctx:
+        try:
+            module = reader.ir.Module.parse(text)
+        except reader.ir.MLIRError as err:
+            match = _DIAGNOSTIC.search(str(err))
+            if match:
+                raise MalformedIR(match.group(3).strip(), int(match.group(1)), int(match.group(2))) from None
+            raise MalformedIR(str(err).splitlines()[0]) from None
+        functions = tuple(reader.function(op) for op in module.body.operations if op.operation.name == "func.func")
+    if not functions:
+        raise MalformedIR("no func.func in the module")
+    names = [f.name for f in functions]
+    return Module(functions, "main" if "main" in names else names[0])
