@@ -165,11 +165,24 @@ class Block(nnx.Module):
         return x_btd + self.mlp(self.mlp_norm(x_btd)), k, v
 
 
+def embed_tokens(embed: nnx.Embed, pos_embed: nnx.Embed | None, ids_bt, past: int = 0):
+    """Token embedding, plus learned positions past..past+T-1 when the model has them (GPT-2)."""
+    x = embed(ids_bt)
+    if pos_embed is not None:
+        x = x + pos_embed(jnp.arange(past, past + ids_bt.shape[1]))[None]  # [1, T, D]
+    return x
+
+
+def project_logits(norm, lm_head, embed, x):
+    """Final norm, then the LM head, or the embedding table's transpose when tied."""
+    x = norm(x)
+    return lm_head(x) if lm_head is not None else embed.attend(x)
+
+
 class Decoder(nnx.Module):
     """Token embedding (+ learned positions for GPT-2), blocks, final norm, LM head -> logits."""
 
     def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs):
-        self.style, self.tied = cfg.style, cfg.tie_embeddings
         embed = dict(dtype=dtype, param_dtype=dtype, rngs=rngs)
         self.embed = nnx.Embed(cfg.vocab, cfg.d_model, **embed)
         self.pos_embed = nnx.Embed(cfg.max_positions, cfg.d_model, **embed) if cfg.style == "gpt2" else None
@@ -180,11 +193,38 @@ class Decoder(nnx.Module):
     def __call__(self, ids_bt, k_cache=None, v_cache=None):
         """k_cache, v_cache: [L, B, K, S-1, H] in decode, None in prefill."""
         past = 0 if k_cache is None else k_cache.shape[3]
-        x = self.embed(ids_bt)
-        if self.pos_embed is not None:
-            x = x + self.pos_embed(jnp.arange(past, past + ids_bt.shape[1]))[None]  # [1, T, D]
+        x = embed_tokens(self.embed, self.pos_embed, ids_bt, past)
         for i, layer in enumerate(self.layers):
             caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
             x, _, _ = layer(x, *caches)
-        x = self.norm(x)
-        return self.embed.attend(x) if self.tied else self.lm_head(x)
+        return project_logits(self.norm, self.lm_head, self.embed, x)
+
+
+class Prologue(nnx.Module):
+    """The decoder before its blocks (regional lowering): ids -> embeddings."""
+
+    def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs, past: int = 0):
+        self.past = past
+        embed = dict(dtype=dtype, param_dtype=dtype, rngs=rngs)
+        self.embed = nnx.Embed(cfg.vocab, cfg.d_model, **embed)
+        self.pos_embed = nnx.Embed(cfg.max_positions, cfg.d_model, **embed) if cfg.style == "gpt2" else None
+
+    def __call__(self, ids_bt):
+        return embed_tokens(self.embed, self.pos_embed, ids_bt, self.past)
+
+
+class Epilogue(nnx.Module):
+    """The decoder after its blocks (regional lowering): final norm and LM head -> logits.
+
+    With tied embeddings the table is `tied_embed`, which sorts after `norm` in NNX state,
+    so it is the last weight argument and the composer can tell it is the prologue's table.
+    """
+
+    def __init__(self, cfg: ModelConfig, dtype, rngs: nnx.Rngs):
+        self.norm = make_norm(cfg, dtype, rngs)
+        self.lm_head = None if cfg.tie_embeddings else linear(cfg.d_model, cfg.vocab, False, dtype, rngs)
+        tied = dict(dtype=dtype, param_dtype=dtype, rngs=rngs)
+        self.tied_embed = nnx.Embed(cfg.vocab, cfg.d_model, **tied) if cfg.tie_embeddings else None
+
+    def __call__(self, x):
+        return project_logits(self.norm, self.lm_head, self.tied_embed, x)

@@ -70,3 +70,33 @@ def lower_entry(name: str, shapes: dict, dtype: str, compile_xla: bool = False) 
     if isinstance(fn, nnx.Module):
         return lower_module(fn, *inputs, name=name, compile_xla=compile_xla)
     return lower_function(fn, *inputs, name=name, compile_xla=compile_xla)
+
+
+def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
+    """Lower a decoder (model or `decoder` entry) as prologue + one block x layers + epilogue.
+
+    Each part is traced and lowered once, so the time does not grow with the number of
+    layers; the IR's call to the block carries trip_count = layers.
+    """
+    import dataclasses
+
+    from jax_side.layers import Block, Epilogue, Prologue
+    from reference.ir.compose import compose_regional
+    from reference.regional import regional_plan
+
+    plan = regional_plan(name, shapes)
+    cfg, dt = plan.cfg, JAX_DTYPES[dtype]
+    rngs = lambda: nnx.Rngs(0)
+    ids = jax.ShapeDtypeStruct((plan.batch, plan.tokens), np.int32)
+    x = jax.ShapeDtypeStruct((plan.batch, plan.tokens, cfg.d_model), dt)
+    caches = [jax.ShapeDtypeStruct(plan.cache_shape(), dt)] * 2 if plan.cache_shape() else []
+    parts = (
+        lower_module(nnx.eval_shape(lambda: Prologue(cfg, dt, rngs(), plan.past)), ids, name=f"{name}.prologue"),
+        lower_module(nnx.eval_shape(lambda: Block(cfg, dt, rngs())), x, *caches, name=f"{name}.block"),
+        lower_module(nnx.eval_shape(lambda: Epilogue(cfg, dt, rngs())), x, name=f"{name}.epilogue"),
+    )
+    module, params = compose_regional(
+        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings)
+    )
+    stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("jaxpr", "stablehlo")}
+    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, xla_cost={})

@@ -143,30 +143,66 @@ class Block(nn.Module):
         return x_btd + self.mlp(self.mlp_norm(x_btd)), k, v
 
 
+def embed_tokens(embed: nn.Embedding, pos_embed: nn.Embedding | None, ids_bt, past: int = 0):
+    """Token embedding, plus learned positions past..past+T-1 when the model has them (GPT-2)."""
+    x = embed(ids_bt)
+    if pos_embed is not None:
+        x = x + pos_embed(torch.arange(past, past + ids_bt.shape[1]))
+    return x
+
+
+def project_logits(norm: nn.Module, lm_head: nn.Linear | None, embed: nn.Embedding | None, x):
+    """Final norm, then the LM head, or the embedding table's transpose when tied."""
+    x = norm(x)
+    return lm_head(x) if lm_head is not None else F.linear(x, embed.weight)
+
+
 class Decoder(nn.Module):
     """Token embedding (+ learned positions for GPT-2), blocks, final norm, LM head -> logits."""
 
     def __init__(self, cfg: ModelConfig, dtype: torch.dtype):
         super().__init__()
-        self.cfg = cfg
         self.embed = nn.Embedding(cfg.vocab, cfg.d_model, dtype=dtype)
-        if cfg.style == "gpt2":
-            self.pos_embed = nn.Embedding(cfg.max_positions, cfg.d_model, dtype=dtype)
+        self.pos_embed = nn.Embedding(cfg.max_positions, cfg.d_model, dtype=dtype) if cfg.style == "gpt2" else None
         self.layers = nn.ModuleList(Block(cfg, dtype) for _ in range(cfg.n_layers))
         self.norm = make_norm(cfg, dtype)
-        if not cfg.tie_embeddings:
-            self.lm_head = nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=dtype)
+        self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=dtype)
 
     def forward(self, ids_bt, k_cache=None, v_cache=None):
         """k_cache, v_cache: [L, B, K, S-1, H] in decode, None in prefill."""
         past = 0 if k_cache is None else k_cache.shape[3]
-        x = self.embed(ids_bt)
-        if self.cfg.style == "gpt2":
-            x = x + self.pos_embed(torch.arange(past, past + ids_bt.shape[1]))
+        x = embed_tokens(self.embed, self.pos_embed, ids_bt, past)
         for i, layer in enumerate(self.layers):
             caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
             x, _, _ = layer(x, *caches)
-        x = self.norm(x)
-        if self.cfg.tie_embeddings:
-            return F.linear(x, self.embed.weight)
-        return self.lm_head(x)
+        return project_logits(self.norm, self.lm_head, self.embed, x)
+
+
+class Prologue(nn.Module):
+    """The decoder before its blocks (regional lowering): ids -> embeddings."""
+
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype, past: int = 0):
+        super().__init__()
+        self.past = past
+        self.embed = nn.Embedding(cfg.vocab, cfg.d_model, dtype=dtype)
+        self.pos_embed = nn.Embedding(cfg.max_positions, cfg.d_model, dtype=dtype) if cfg.style == "gpt2" else None
+
+    def forward(self, ids_bt):
+        return embed_tokens(self.embed, self.pos_embed, ids_bt, self.past)
+
+
+class Epilogue(nn.Module):
+    """The decoder after its blocks (regional lowering): final norm and LM head -> logits.
+
+    With tied embeddings the table is registered last, as `tied_embed`, so the regional
+    composer can tell it is the prologue's table again.
+    """
+
+    def __init__(self, cfg: ModelConfig, dtype: torch.dtype):
+        super().__init__()
+        self.norm = make_norm(cfg, dtype)
+        self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=dtype)
+        self.tied_embed = nn.Embedding(cfg.vocab, cfg.d_model, dtype=dtype) if cfg.tie_embeddings else None
+
+    def forward(self, x):
+        return project_logits(self.norm, self.lm_head, self.tied_embed, x)

@@ -76,3 +76,33 @@ def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
         module = build(name, shapes, dtype)
         inputs = fake_inputs(name, shapes, dtype)
         return lower_module(module, *inputs, name=name)
+
+
+def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
+    """Lower a decoder (model or `decoder` entry) as prologue + one block x layers + epilogue.
+
+    Each part goes through torch.export and torch-mlir once, so the time does not grow with
+    the number of layers; the IR's call to the block carries trip_count = layers.
+    """
+    import dataclasses
+
+    from pytorch_side.layers import Block, Epilogue, Prologue
+    from reference.ir.compose import compose_regional
+    from reference.regional import regional_plan
+
+    plan = regional_plan(name, shapes)
+    cfg, dt = plan.cfg, TORCH_DTYPES[dtype]
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
+        x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
+        caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
+        parts = (
+            lower_module(Prologue(cfg, dt, plan.past), ids, name=f"{name}.prologue"),
+            lower_module(Block(cfg, dt), x, *caches, name=f"{name}.block"),
+            lower_module(Epilogue(cfg, dt), x, name=f"{name}.epilogue"),
+        )
+    module, params = compose_regional(
+        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings)
+    )
+    stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("fx", "stablehlo")}
+    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params)

@@ -86,6 +86,163 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, as_json: bool
         raise click.exceptions.Exit(1)
 
 
+SIDES = ("torch", "jax")
+STAGE_NAMES = ("fx", "jaxpr", "stablehlo", "ir", "xla")
+
+
+def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: bool = False, flat: bool = False):
+    """Lower a catalogue entry or model on one side; returns a `reference.lowering.Lowering`.
+
+    Published models lower regionally (embedding, one block called `layers` times, head) unless
+    `flat`; kernels and the `decoder` entry lower flat. The xla stage needs a flat lowering.
+
+    Raises:
+        UnknownName, InvalidShape: bad name or shapes.
+        LoweringFailed: the framework's compiler failed.
+    """
+    from reference.catalogue import get_entry
+
+    entry = get_entry(name)
+    resolved = entry.resolve(shapes)
+    entry.check_dtype(dtype)
+    regional = entry.kind == "model" and not flat and not compile_xla
+    if side == "torch":
+        from pytorch_side.lower import lower_entry, lower_regional
+
+        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
+    from jax_side.lower import lower_entry, lower_regional
+
+    if regional:
+        return lower_regional(entry.name, resolved, dtype)
+    return lower_entry(entry.name, resolved, dtype, compile_xla=compile_xla)
+
+
+def _lowering_from_file(path: str):
+    from pathlib import Path
+
+    from reference.errors import MalformedInput
+    from reference.ir import parse_stablehlo, verify
+    from reference.lowering import Lowering
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise MalformedInput(f"cannot read {path}: {err.strerror}") from None
+    return Lowering("file", Path(path).stem, {"stablehlo": text}, verify(parse_stablehlo(text)))
+
+
+def _shape_options(fn):
+    fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)
+    fn = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)(fn)
+    fn = click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE", help="Override a shape parameter; repeatable.")(fn)
+    return fn
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
+@click.option("--stage", type=click.Choice(STAGE_NAMES), default="ir", show_default=True,
+              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (jax: XLA's optimized HLO, CPU backend).")
+@_shape_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump under DIR instead of printing it.")
+@click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
+def hlo(name, side, stage, shapes, dtype, flat, out_dir, from_file) -> None:
+    """Print one stage of NAME's lowering on one side (or of a StableHLO file)."""
+    from reference.errors import MalformedInput
+    from reference.spec import parse_assignments
+
+    if from_file:
+        lowering = _lowering_from_file(from_file)
+    elif not name:
+        raise MalformedInput("hlo needs NAME or --from-file FILE.mlir")
+    else:
+        from reference.lowering import STAGES
+
+        if stage not in STAGES[side]:
+            from reference.errors import UnknownName
+
+            raise UnknownName(f"stage for the {side} side", stage, STAGES[side])
+        lowering = lower_named(name, side, parse_assignments(shapes), dtype, compile_xla=stage == "xla", flat=flat)
+    text = lowering.stage(stage)
+    if out_dir:
+        from pathlib import Path
+
+        path = Path(out_dir) / f"{lowering.name}.{lowering.side}.{stage}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        click.echo(f"wrote {path}")
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
+@_shape_options
+@click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def stats(name, side, shapes, dtype, flat, from_file, as_json) -> None:
+    """FLOPs, transcendentals, bytes accessed, parameter bytes and the op histogram of NAME's IR.
+
+    Loops count once per iteration; bytes are at op boundaries as if nothing were fused.
+    """
+    from reference.errors import MalformedInput
+    from reference.spec import parse_assignments
+
+    if from_file:
+        lowering = _lowering_from_file(from_file)
+    elif not name:
+        raise MalformedInput("stats needs NAME or --from-file FILE.mlir")
+    else:
+        lowering = lower_named(name, side, parse_assignments(shapes), dtype, flat=flat)
+    data = lowering.stats().to_dict()
+    if as_json:
+        _print_json(data)
+        return
+    for key in ("flops", "transcendentals", "bytes_accessed", "param_bytes"):
+        click.echo(f"{key:16s} {data[key]:,}")
+    click.echo("ops:")
+    for op, count in sorted(data["ops"].items(), key=lambda kv: -kv[1]):
+        click.echo(f"  {count:6d}  {op}")
+    if data["unknown_ops"]:
+        click.echo(f"unknown (kept opaque, costed as data movement): {data['unknown_ops']}")
+
+
+@cli.command()
+@click.argument("name")
+@_shape_options
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def diff(name, shapes, dtype, flat, as_json) -> None:
+    """Where the PyTorch and JAX lowerings of NAME differ: op histogram and divergent segments."""
+    from reference.ir.diff import diff_modules
+    from reference.spec import parse_assignments
+
+    overrides = parse_assignments(shapes)
+    torch_side = lower_named(name, "torch", overrides, dtype, flat=flat)
+    jax_side = lower_named(name, "jax", overrides, dtype, flat=flat)
+    result = diff_modules(torch_side.module, jax_side.module)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(width=140)
+    table = Table(title=escape(f"{name} [{dtype}]: ops per path"))
+    for col in ("op", "torch", "jax"):
+        table.add_column(col)
+    for op, (a, b) in sorted(result.histogram.items()):
+        style = "" if a == b else "bold"
+        table.add_row(escape(op), str(a), str(b), style=style)
+    console.print(table)
+    for d in result.divergences:
+        console.print(escape(f"segment {d.segment} (after {d.after}): {'; '.join(d.reasons)}"))
+        for side in result.sides:
+            ops = ", ".join(f"{k.split('.', 1)[-1]} x{v}" for k, v in d.ops[side].items() if v)
+            console.print(escape(f"    {side:5s} {ops or '-'}   from {', '.join(d.scopes[side]) or '-'}"))
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], ["kernels", "--help"], ["run", "--help"]])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -100,3 +100,58 @@ def test_bad_input_is_one_line_exit_2_no_traceback(case, capsys):
 def test_console_script_exits_2_on_bad_input():
     out = _landscape("run", "matmul", "--shape", "m=0")
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_stats_json_has_the_documented_keys(capsys):
+    assert cli.main(["stats", "matmul", "--side", "torch", "--shape", "m=65", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {"flops", "transcendentals", "bytes_accessed", "param_bytes", "ops"} <= set(data)
+    assert data["flops"] == 2 * 65 * 64 * 64 and data["ops"]["stablehlo.dot_general"] == 1
+
+
+@pytest.mark.jax
+def test_hlo_writes_every_jax_stage_under_out(tmp_path, capsys):
+    for stage in ("jaxpr", "stablehlo", "ir", "xla"):
+        assert cli.main(["hlo", "softmax", "--side", "jax", "--stage", stage, "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"softmax.jax.{s}.txt" for s in ("ir", "jaxpr", "stablehlo", "xla")]
+
+
+@pytest.mark.torch
+def test_hlo_prints_the_torch_fx_graph(capsys):
+    assert cli.main(["hlo", "linear", "--side", "torch", "--stage", "fx"]) == 0
+    assert "aten.linear" in capsys.readouterr().out
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_diff_reports_the_erf_polynomial_against_one_op(capsys):
+    assert cli.main(["diff", "gelu", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["histogram"]["chlo.erfc"] == [0, 1]
+    assert any("composite op kept whole" in r for d in data["divergences"] for r in d["reasons"])
+
+
+def test_stats_of_a_stablehlo_file(tmp_path, capsys):
+    path = tmp_path / "m.mlir"
+    path.write_text(
+        "module {\n func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x5xf32>) -> tensor<2x5xf32> {\n"
+        "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>\n"
+        "  return %0 : tensor<2x5xf32>\n }\n}\n"
+    )
+    assert cli.main(["stats", "--from-file", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flops"] == 2 * 2 * 3 * 5
+
+
+def test_unparsable_file_is_one_line_with_line_and_column(tmp_path, capsys):
+    path = tmp_path / "bad.mlir"
+    path.write_text("module {\n  func.func @main() {\n    %0 = stablehlo.bogus\n  }\n}\n")
+    assert cli.main(["hlo", "--from-file", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 3, column" in err[0]
+
+
+def test_a_stage_the_side_lacks_is_rejected_before_lowering(capsys):
+    assert cli.main(["hlo", "matmul", "--side", "torch", "--stage", "xla"]) == 2
+    assert "valid: fx, stablehlo, ir" in capsys.readouterr().err

@@ -159,8 +159,8 @@ def contraction_flops(op: Op) -> int:
 def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     """The cost of one op, including what it calls and loops over."""
     short = op.short_name
-    if short == "call":
-        return _block_cost(module.function(op.callee).ops, module, policy)
+    if short == "call":  # a regional call runs trip_count times (one per layer)
+        return _block_cost(module.function(op.callee).ops, module, policy) * (op.trip_count or 1)
     if short == "while":
         trips = 1 if policy == "xla" or op.trip_count is None else op.trip_count
         return _block_cost([o for r in op.regions for o in r.ops], module, policy) * trips
@@ -240,7 +240,9 @@ def module_stats(module: Module, param_args: tuple[int, ...] = (), policy: str =
     ops = Counter(op.name for op in all_ops(module) if op.short_name not in ("return",))
     categories = Counter(category(op) for op in all_ops(module) if op.short_name not in ("return",))
     unknown = Counter(op.name for op in all_ops(module) if not op.known)
-    param_bytes = sum(main.args[i][1].nbytes for i in param_args)
+    # A weight passed to a call made L times (a regional decoder's block) is L weights.
+    repeats = {o: op.trip_count for op in main.ops if op.short_name == "call" and op.trip_count for o in op.operands}
+    param_bytes = sum(main.args[i][1].nbytes * repeats.get(main.args[i][0], 1) for i in param_args)
     return Stats(cost.flops, cost.transcendentals, cost.bytes_accessed, param_bytes, dict(ops), dict(categories), dict(unknown))
 
 
@@ -253,7 +255,7 @@ def dot_and_conv_flops(module: Module, policy: str = "trip_count") -> int:
             if category(op) == "contraction":
                 total += contraction_flops(op)
             elif op.short_name == "call":
-                total += block(module.function(op.callee).ops)
+                total += block(module.function(op.callee).ops) * (op.trip_count or 1)
             elif op.short_name == "while":
                 n = 1 if policy == "xla" or op.trip_count is None else op.trip_count
                 total += n * sum(block(r.ops) for r in op.regions)

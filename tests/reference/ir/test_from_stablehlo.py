@@ -1,0 +1,83 @@
+"""The importer reads ops, types, typed attributes, regions, calls, loops and provenance."""
+
+import pytest
+
+from reference.errors import MalformedIR
+from reference.ir import DotDims, parse_stablehlo, print_module, verify
+
+MATMUL = """
+module {
+  func.func @main(%a: tensor<4x8xbf16>, %b: tensor<8x16xbf16>) -> tensor<4x16xbf16> {
+    %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x8xbf16>, tensor<8x16xbf16>) -> tensor<4x16xbf16> loc("jit(f)/layers.0.mlp/dot_general")
+    return %0 : tensor<4x16xbf16>
+  }
+}
+"""
+
+LOOP = """
+module {
+  func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %0:2 = stablehlo.while(%i = %c0, %acc = %x) : tensor<i32>, tensor<4xf32>
+    cond {
+      %n = stablehlo.constant dense<7> : tensor<i32>
+      %p = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    } do {
+      %y = func.call @step(%acc) : (tensor<4xf32>) -> tensor<4xf32>
+      %one = stablehlo.constant dense<1> : tensor<i32>
+      %j = stablehlo.add %i, %one : tensor<i32>
+      stablehlo.return %j, %y : tensor<i32>, tensor<4xf32>
+    }
+    return %0#1 : tensor<4xf32>
+  }
+  func.func private @step(%v: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.tanh %v : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
+def test_types_attributes_and_provenance_are_read():
+    module = verify(parse_stablehlo(MATMUL))
+    dot = module.main.ops[0]
+    assert dot.name == "stablehlo.dot_general"
+    assert str(dot.result_types[0]) == "bf16[4,16]" and dot.result_types[0].nbytes == 128
+    assert dot.attr("dot_dimension_numbers") == DotDims((), (), (1,), (0,))
+    assert dot.origin.scope == "jit(f)/layers.0.mlp/dot_general"
+
+
+def test_while_trip_count_and_calls_are_kept():
+    module = verify(parse_stablehlo(LOOP))
+    loop = module.main.ops[1]
+    assert loop.short_name == "while" and loop.trip_count == 7
+    call = loop.regions[1].ops[0]
+    assert call.callee == "step" and module.function("step").ops[0].short_name == "tanh"
+
+
+def test_unknown_op_is_kept_opaque_not_dropped():
+    text = MATMUL.replace(
+        "return %0", '%1 = "mydialect.frobnicate"(%0) : (tensor<4x16xbf16>) -> tensor<4x16xbf16>\n    return %1'
+    )
+    module = parse_stablehlo(text.replace("module {", "module attributes {} {"))
+    opaque = module.main.ops[1]
+    assert opaque.name == "mydialect.frobnicate" and not opaque.known
+    assert str(opaque.result_types[0]) == "bf16[4,16]"
+
+
+def test_unparsable_text_reports_line_and_column():
+    with pytest.raises(MalformedIR, match=r"line 3, column \d+"):
+        parse_stablehlo("module {\n  func.func @main() {\n    %0 = stablehlo.bogus\n  }\n}\n")
+
+
+def test_printer_is_stable_and_renumbers_values():
+    first, second = print_module(parse_stablehlo(LOOP)), print_module(parse_stablehlo(LOOP))
+    assert first == second
+    assert "while(%0, %arg0) -> i32[], f32[4]  {trip_count=7}" in first
+
+
+def test_verifier_rejects_a_dot_with_mismatched_contraction():
+    bad = MATMUL.replace("contracting_dims = [1] x [0]", "contracting_dims = [0] x [0]")
+    with pytest.raises(MalformedIR):
+        verify(parse_stablehlo(bad))

@@ -1,0 +1,67 @@
+"""A decoder lowered as one block called per layer has the totals of the flat lowering.
+
+JAX: every total is equal, bytes too in prefill. PyTorch: contraction FLOPs and weight bytes are
+equal; torch.export computes layer-invariant subgraphs (the causal mask, position aranges,
+constants materialized at full shape) once in the flat graph, shared by all layers, and once
+per layer in the block, so the regional graph has (L - 1) to L copies more of them, and
+nothing else.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from reference.catalogue import CATALOGUE
+from reference.ir import dot_and_conv_flops, op_cost
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
+
+CASES = {
+    "llama-prefill": ("tiny", {"layers": 3, "seq": 65}),
+    "llama-decode": ("tiny", {"layers": 3, "seq": 63, "mode": "decode"}),
+    "gpt2-prefill": ("decoder", {"style": "gpt2", "layers": 3}),
+    "qwen-tied-qkv-bias": ("qwen2.5-0.5b", {"layers": 2, "seq": 8}),
+}
+
+
+def _invariant(module) -> tuple[int, int]:
+    """(FLOPs, transcendentals) of the block's ops that read no block input."""
+    constant, flops, transcendentals = set(), 0, 0
+    for op in module.function("block").ops:
+        if op.short_name in ("constant", "iota", "dynamic_iota") or (op.operands and all(o in constant for o in op.operands)):
+            constant.update(op.results)
+            cost = op_cost(op, module)
+            flops, transcendentals = flops + cost.flops, transcendentals + cost.transcendentals
+    return flops, transcendentals
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_jax_regional_totals_equal_flat(case):
+    from jax_side.lower import lower_entry, lower_regional
+
+    name, overrides = CASES[case]
+    shapes = CATALOGUE[name].resolve(overrides)
+    flat, regional = lower_entry(name, shapes, "float32"), lower_regional(name, shapes, "float32")
+    a, b = flat.stats(), regional.stats()
+    assert (a.flops, a.transcendentals, a.param_bytes) == (b.flops, b.transcendentals, b.param_bytes)
+    assert regional.module.main.ops[[o.callee for o in regional.module.main.ops].index("block")].trip_count == shapes["layers"]
+    if shapes["mode"] == "prefill":  # decode's flat graph also slices each layer's cache out of [L, ...]
+        assert a.bytes_accessed == b.bytes_accessed
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_torch_regional_totals_equal_flat_up_to_layer_invariant_subgraphs(case):
+    from pytorch_side.lower import lower_entry, lower_regional
+
+    name, overrides = CASES[case]
+    shapes = CATALOGUE[name].resolve(overrides)
+    flat, regional = lower_entry(name, shapes, "float32"), lower_regional(name, shapes, "float32")
+    a, b = flat.stats(), regional.stats()
+    layers = shapes["layers"]
+    assert dot_and_conv_flops(flat.module) == dot_and_conv_flops(regional.module)
+    assert a.param_bytes == b.param_bytes == 4 * CATALOGUE[name].n_weights(shapes)
+    flops, transcendentals = _invariant(regional.module)
+    assert b.transcendentals - a.transcendentals == (layers - 1) * transcendentals
+    # The flat graph shares one copy of each invariant subgraph across all layers (and with
+    # the embedding's positions); the regional graph has one per layer: (L-1) to L copies more.
+    assert (layers - 1) * flops <= b.flops - a.flops <= layers * flops
