@@ -103,7 +103,7 @@ def diff_modules(a: Module, b: Module, sides: tuple[str, str] = ("torch", "jax")
             continue
         differing = {n for n in ca.keys() | cb.keys() if ca[n] != cb[n]}
         scopes = {
-            side: tuple(dict.fromkeys(o.origin.source or o.origin.scope for o in ops if o.name in differing))[:6]
+            side: tuple(dict.fromkeys(w for o in ops if o.name in differing for w in [o.origin.source or o.origin.scope] if w))[:6]
             for side, ops in zip(sides, (ops_a, ops_b))
         }
         divergences.append(
