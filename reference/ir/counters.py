@@ -101,8 +101,12 @@ def _folded_by_xla_import(op: Op, constant_ids: set[str], splats: dict[str, floa
         return True
     if short == "convert" and op.operand_types[0] == op.result_types[0]:
         return True
-    identity = {"add": 0, "subtract": 0, "multiply": 1}.get(short)
-    return identity is not None and splats.get(op.operands[-1], splats.get(op.operands[0] if short != "subtract" else None)) == identity
+    identity = {"add": 0.0, "subtract": 0.0, "multiply": 1.0}.get(short)
+    if identity is None:
+        return False
+    # x - 0 folds, 0 - x does not; addition and multiplication fold on either side.
+    candidates = op.operands[1:] if short == "subtract" else op.operands
+    return any(splats.get(o) == identity for o in candidates)
 
 
 def _valid_window_positions(size: int, kernel: int, stride: int, pad_lo: int, out: int, dilation: int) -> int:
@@ -131,14 +135,12 @@ def xla_convolution_flops(op: Op) -> int:
 
 
 def _padding_pairs(value, n_spatial: int) -> list[tuple[int, int]]:
+    """(low, high) padding per spatial dimension from the importer's flattened pairs."""
     if value is None:
         return [(0, 0)] * n_spatial
     if isinstance(value, tuple) and value and value[0] == "splat":
         return [(int(value[1]), int(value[1]))] * n_spatial
-    import re
-
-    numbers = [int(x) for x in re.findall(r"-?\d+", str(value).split(":")[0])]
-    return [(numbers[2 * i], numbers[2 * i + 1]) for i in range(n_spatial)]
+    return [(value[2 * i], value[2 * i + 1]) for i in range(n_spatial)]
 
 
 def contraction_flops(op: Op) -> int:

@@ -8,8 +8,11 @@ so a target can still cost them as a fallback; nothing is dropped.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
+
+import numpy as np
 
 from reference.errors import MalformedIR
 from reference.ir.graph import Block, ConvDims, DotDims, Function, Module, Op, Origin, TensorType
@@ -62,13 +65,19 @@ def origin_of(loc_text: str) -> Origin:
     are chains of file:line callsites. scope is the first name, or the innermost file:line;
     source is the first file:line outside site-packages (the user's code).
     """
-    names, files = [], []
+    names, files, source = [], [], ""
     for text, line in _QUOTED.findall(loc_text):
-        (files.append(f"{text.rsplit('/', 1)[-1]}:{line}") if line else names.append(text)) if text else None
-        if line and "site-packages" not in text and not text.startswith("<frozen") and "source" not in locals():
-            source = f"{text.rsplit('/', 1)[-1]}:{line}"
+        if not text:
+            continue
+        if not line:
+            names.append(text)
+            continue
+        where = f"{text.rsplit('/', 1)[-1]}:{line}"
+        files.append(where)
+        if not source and "site-packages" not in text and not text.startswith("<frozen"):
+            source = where
     scope = names[0] if names else (files[0] if files else "")
-    return Origin(scope=scope, source=locals().get("source", ""), loc=loc_text)
+    return Origin(scope=scope, source=source, loc=loc_text)
 
 
 class _Reader:
@@ -121,6 +130,8 @@ class _Reader:
             return tuple(attr)
         if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr, ir.FlatSymbolRefAttr)):
             return attr.value
+        if isinstance(attr, ir.DenseIntElementsAttr) and not attr.is_splat and len(attr) <= 64:
+            return tuple(int(v) for v in np.array(attr).ravel())  # padding pairs, small index lists
         if isinstance(attr, ir.DenseElementsAttr):
             dense = attr
             if dense.is_splat:
@@ -180,11 +191,19 @@ def _arg_name(loc_text: str) -> str:
     return match.group(1) if match else ""
 
 
+def _splats(ops) -> dict[str, float]:
+    """value id -> scalar of every splat constant among ops."""
+    return {
+        o.results[0]: o.attr("value")[1]
+        for o in ops
+        if o.short_name == "constant" and isinstance(o.attr("value"), tuple) and o.attr("value")[0] == "splat"
+    }
+
+
 def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
     """Static trip count of `while (i < N) { ...; i = i + step }` with constant start, N, step."""
     cond, body = op.regions
-    cond_constants = {o.results[0]: o.attr("value")[1] for o in cond.ops if o.short_name == "constant" and isinstance(o.attr("value"), tuple)}
-    body_constants = {o.results[0]: o.attr("value")[1] for o in body.ops if o.short_name == "constant" and isinstance(o.attr("value"), tuple)}
+    cond_constants, body_constants = _splats(cond.ops), _splats(body.ops)
     arg_ids = [a for a, _ in cond.args]
     for c in cond.ops:
         if c.short_name != "compare" or c.attr("comparison_direction") != "LT":
@@ -202,8 +221,8 @@ def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
         )
         if start is None or not step:
             return op
-        trips = max(0, -(-(int(cond_constants[c.operands[1]]) - int(start)) // int(step)))
-        return Op(**{**{f: getattr(op, f) for f in Op.__slots__}, "trip_count": trips})
+        trips = max(0, -(-(int(cond_constants[c.operands[1]]) - int(start)) // int(step)))  # ceil division
+        return dataclasses.replace(op, trip_count=trips)
     return op
 
 

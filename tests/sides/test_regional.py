@@ -35,13 +35,19 @@ def _invariant(module) -> tuple[int, int]:
     return flops, transcendentals
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_jax_regional_totals_equal_flat(case):
-    from jax_side.lower import lower_entry, lower_regional
-
+def _flat_and_regional(side_module, case):
     name, overrides = CASES[case]
     shapes = CATALOGUE[name].resolve(overrides)
-    flat, regional = lower_entry(name, shapes, "float32"), lower_regional(name, shapes, "float32")
+    flat = side_module.lower_entry(name, shapes, "float32")
+    regional = side_module.lower_regional(name, shapes, "float32")
+    return name, shapes, flat, regional
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_jax_regional_totals_equal_flat(case):
+    import jax_side.lower
+
+    _, shapes, flat, regional = _flat_and_regional(jax_side.lower, case)
     a, b = flat.stats(), regional.stats()
     assert (a.flops, a.transcendentals, a.param_bytes) == (b.flops, b.transcendentals, b.param_bytes)
     assert regional.module.main.ops[[o.callee for o in regional.module.main.ops].index("block")].trip_count == shapes["layers"]
@@ -51,11 +57,9 @@ def test_jax_regional_totals_equal_flat(case):
 
 @pytest.mark.parametrize("case", CASES)
 def test_torch_regional_totals_equal_flat_up_to_layer_invariant_subgraphs(case):
-    from pytorch_side.lower import lower_entry, lower_regional
+    import pytorch_side.lower
 
-    name, overrides = CASES[case]
-    shapes = CATALOGUE[name].resolve(overrides)
-    flat, regional = lower_entry(name, shapes, "float32"), lower_regional(name, shapes, "float32")
+    name, shapes, flat, regional = _flat_and_regional(pytorch_side.lower, case)
     a, b = flat.stats(), regional.stats()
     layers = shapes["layers"]
     assert dot_and_conv_flops(flat.module) == dot_and_conv_flops(regional.module)
