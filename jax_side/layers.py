@@ -83,17 +83,22 @@ class Attention(nnx.Module):
     def __call__(self, x_btd, k_cache=None, v_cache=None):
         b, t, _ = x_btd.shape
         past = 0 if k_cache is None else k_cache.shape[2]
-        q = self.q_proj(x_btd).reshape(b, t, self.n_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, N, T, H]
-        k = self.k_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, K, T, H]
-        v = self.v_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        with jax.named_scope("q_proj"):
+            q = self.q_proj(x_btd).reshape(b, t, self.n_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, N, T, H]
+        with jax.named_scope("k_proj"):
+            k = self.k_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, K, T, H]
+        with jax.named_scope("v_proj"):
+            v = self.v_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
         if self.cfg.uses_rope:
             inv_freq = rope_frequencies(self.head_dim, self.cfg.rope_theta, self.cfg.rope_scaling)
             q, k = apply_rope(q, inv_freq, past), apply_rope(k, inv_freq, past)
         if k_cache is not None:
             k, v = jnp.concatenate([k_cache, k], axis=2), jnp.concatenate([v_cache, v], axis=2)
-        o = sdpa_bnth(q, k, v, causal=k_cache is None)
+        with jax.named_scope("sdpa"):
+            o = sdpa_bnth(q, k, v, causal=k_cache is None)
         o = o.transpose(0, 2, 1, 3).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
-        return self.o_proj(o), k, v
+        with jax.named_scope("o_proj"):
+            return self.o_proj(o), k, v
 
 
 class SwiGLU(nnx.Module):
@@ -160,9 +165,16 @@ class Block(nnx.Module):
         self.mlp = make_mlp(cfg, dtype, rngs)
 
     def __call__(self, x_btd, k_cache=None, v_cache=None):
-        attn, k, v = self.attn(self.attn_norm(x_btd), k_cache, v_cache)
+        # Scopes named after the PyTorch module paths, so both sides' provenance lines up.
+        with jax.named_scope("attn_norm"):
+            h = self.attn_norm(x_btd)
+        with jax.named_scope("attn"):
+            attn, k, v = self.attn(h, k_cache, v_cache)
         x_btd = x_btd + attn
-        return x_btd + self.mlp(self.mlp_norm(x_btd)), k, v
+        with jax.named_scope("mlp_norm"):
+            h = self.mlp_norm(x_btd)
+        with jax.named_scope("mlp"):
+            return x_btd + self.mlp(h), k, v
 
 
 def embed_tokens(embed: nnx.Embed, pos_embed: nnx.Embed | None, ids_bt, past: int = 0):
@@ -196,7 +208,8 @@ class Decoder(nnx.Module):
         x = embed_tokens(self.embed, self.pos_embed, ids_bt, past)
         for i, layer in enumerate(self.layers):
             caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
-            x, _, _ = layer(x, *caches)
+            with jax.named_scope(f"layers.{i}"):
+                x, _, _ = layer(x, *caches)
         return project_logits(self.norm, self.lm_head, self.embed, x)
 
 

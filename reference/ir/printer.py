@@ -54,7 +54,8 @@ def _op_lines(op: Op, names: _Names, indent: str) -> list[str]:
     if op.trip_count is not None:
         attrs = f"trip_count={op.trip_count}" + (f", {attrs}" if attrs else "")
     tail = f"  {{{attrs}}}" if attrs else ""
-    scope = f"  # {op.origin.scope}" if op.origin.scope else ""
+    where = op.origin.scope + (f" @ {op.origin.source}" if op.origin.source and op.origin.source != op.origin.scope else "")
+    scope = f"  # {where}" if where else ""
     unknown = "  [opaque]" if not op.known else ""
     lines = [f"{indent}{lhs}{name}({operands}){' -> ' + types if types else ''}{tail}{unknown}{scope}"]
     for i, region in enumerate(op.regions):

@@ -98,3 +98,17 @@ def test_a_405b_layer_lowers_on_both_sides_without_weights():
     expected_bytes = 2 * entry.n_weights(shapes)
     for lowering in (lower_torch("llama-3.1-405b", shapes, "bfloat16"), lower_jax("llama-3.1-405b", shapes, "bfloat16")):
         assert lowering.stats().param_bytes == expected_bytes
+
+
+def test_provenance_names_the_layer_on_jax_and_the_source_line_on_torch():
+    from jax_side.lower import lower_entry as lower_jax
+    from pytorch_side.lower import lower_entry as lower_torch
+
+    from reference.ir.counters import all_ops
+
+    shapes = CATALOGUE["tiny"].resolve({"seq": 4})
+    jax_scopes = {op.origin.scope for op in all_ops(lower_jax("tiny", shapes, "float32").module) if op.short_name == "dot_general"}
+    assert any("layers.1/attn/q_proj/dot_general" in s for s in jax_scopes)
+    assert any("layers.0/mlp" in s for s in jax_scopes)
+    torch_sources = {op.origin.source for op in all_ops(lower_torch("tiny", shapes, "float32").module) if op.short_name == "dot_general"}
+    assert any(s.startswith("layers.py:") for s in torch_sources)  # pytorch_side/layers.py, the calling line
