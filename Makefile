@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test test-core bench clean
+SCALESIM_VENV := .venv-scalesim
+SCALESIM_STAMP := $(SCALESIM_VENV)/.installed-stamp
+
+.PHONY: setup scalesim demo test test-core bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,20 +18,31 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# SCALE-Sim, the reference for systolic cycle counts, needs numpy<2.3: it gets its own venv,
+# and tests/hardware_models/test_systolic.py runs it wherever this venv exists.
+$(SCALESIM_STAMP):
+	$(PYTHON) -m venv $(SCALESIM_VENV)
+	$(SCALESIM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check "numpy<2.3" scalesim==3.0.0
+	touch $(SCALESIM_STAMP)
+
+scalesim: $(SCALESIM_STAMP)
+
 # The main job, for now: the Llama-style block through reference, PyTorch and JAX in every dtype.
 demo: setup
 	@for dtype in float32 bfloat16 float16; do $(BIN)/landscape run block --dtype $$dtype || exit $$?; done
 
 # Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests.
-test: setup
+test: setup scalesim
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider
 
 # The tests that need neither PyTorch nor JAX imported.
 test-core: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not torch and not jax"
 
-bench: setup
+bench: setup scalesim
 	$(BIN)/python benchmarks/run_times.py
+	$(BIN)/python benchmarks/lowering_scale.py
+	$(BIN)/python benchmarks/systolic_speed.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis

@@ -243,6 +243,31 @@ def diff(name, shapes, dtype, flat, as_json) -> None:
             console.print(escape(f"    {side:5s} {ops or '-'}   from {', '.join(d.scopes[side]) or '-'}"))
 
 
+@cli.command()
+@click.argument("m", type=int)
+@click.argument("n", type=int)
+@click.argument("k", type=int)
+@click.option("--array", "array", default="128x128", show_default=True, metavar="RxC", help="Systolic array rows x columns.")
+@click.option("--dataflow", type=click.Choice(("os", "ws", "is")), default="os", show_default=True,
+              help="Output, weight or input stationary.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def gemm(m, n, k, array, dataflow, as_json) -> None:
+    """Compute cycles of C[M,N] = A[M,K] @ B[K,N] on a systolic array, under SCALE-Sim's conventions."""
+    from hardware_models.cost.systolic import parse_array, systolic_gemm
+
+    rows, cols = parse_array(array)
+    result = systolic_gemm(m, n, k, rows, cols, dataflow)
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    click.echo(
+        f"{m}x{n}x{k} on {rows}x{cols} ({dataflow}): Sr={result.sr} Sc={result.sc} T={result.t}, "
+        f"{result.row_folds}x{result.col_folds} folds of {result.cycles_per_fold} cycles\n"
+        f"compute_cycles {result.compute_cycles:,}  utilization {result.utilization:.1%}  "
+        f"mapping efficiency {result.mapping_efficiency:.1%}"
+    )
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -155,3 +155,20 @@ def test_unparsable_file_is_one_line_with_line_and_column(tmp_path, capsys):
 def test_a_stage_the_side_lacks_is_rejected_before_lowering(capsys):
     assert cli.main(["hlo", "matmul", "--side", "torch", "--stage", "xla"]) == 2
     assert "valid: fx, stablehlo, ir" in capsys.readouterr().err
+
+
+def test_gemm_json_and_bad_array(capsys):
+    assert cli.main(["gemm", "8", "8", "8", "--array", "4x4", "--dataflow", "os", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["compute_cycles"] == 55 and data["folds"] == 4
+    assert cli.main(["gemm", "8", "8", "8", "--array", "4by4"]) == 2
+    assert "ROWSxCOLS" in capsys.readouterr().err
+
+
+def test_gemm_imports_neither_torch_nor_jax():
+    code = (
+        "import sys; from reference.cli import main; main(['gemm', '4096', '4096', '4096']);"
+        "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip().endswith("[]")

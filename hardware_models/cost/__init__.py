@@ -1,0 +1,1 @@
+"""Cost models; each formula is written in its function's docstring."""

@@ -1,0 +1,101 @@
+"""One systolic-array core for every systolic target: GEMM compute cycles in closed form.
+
+Conventions are SCALE-Sim's (Samajdar et al., "SCALE-Sim: Systolic CNN Accelerator Simulator",
+arXiv:1811.02883; scalesim 3.0.0 on PyPI), so that the result equals SCALE-Sim's compute
+cycles, which tests/hardware_models/test_systolic.py checks against SCALE-Sim itself.
+
+For C[M,N] = A[M,K] @ B[K,N] on an R x C array, each dataflow maps the GEMM onto three
+extents: Sr along the array's rows, Sc along its columns, T streamed through time:
+
+    dataflow  stationary  Sr  Sc  T   cycles per fold
+    os        outputs     M   N   K   T + R + C - 2          (fill R-1, stream T, drain C-1)
+    ws        weights     K   N   M   2R + C + T - 2         (also load R rows of weights)
+    is        inputs      K   M   N   2R + C + T - 2
+
+    folds          = ceil(Sr / R) * ceil(Sc / C)
+    compute_cycles = folds * cycles_per_fold - 1   (SCALE-Sim counts from cycle 0)
+
+Worked number: M = N = K = 8 on a 4 x 4 array, os: 4 folds x (8 + 4 + 4 - 2) - 1 = 55 cycles.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from reference.errors import InvalidShape, UnknownName
+
+DATAFLOWS = ("os", "ws", "is")
+
+
+@dataclass(frozen=True)
+class GemmCycles:
+    """Compute cycles of one GEMM on one systolic array, with the mapping that produced them."""
+
+    m: int
+    n: int
+    k: int
+    rows: int
+    cols: int
+    dataflow: str
+    sr: int
+    sc: int
+    t: int
+    row_folds: int
+    col_folds: int
+    cycles_per_fold: int
+    compute_cycles: int
+
+    @property
+    def folds(self) -> int:
+        return self.row_folds * self.col_folds
+
+    @property
+    def utilization(self) -> float:
+        """MACs done / (MAC slots available in compute_cycles): the array's compute utilization."""
+        return self.m * self.n * self.k / (self.compute_cycles * self.rows * self.cols)
+
+    @property
+    def mapping_efficiency(self) -> float:
+        """Fraction of the array covered by the mapped tile, averaged over folds (padding waste)."""
+        return (self.sr * self.sc) / (self.folds * self.rows * self.cols)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "folds": self.folds, "utilization": self.utilization, "mapping_efficiency": self.mapping_efficiency}
+
+
+def systolic_gemm(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = "os") -> GemmCycles:
+    """Compute cycles of C[m,n] = A[m,k] @ B[k,n] on a rows x cols array (formula in module doc).
+
+    Raises:
+        InvalidShape: a dimension below one.
+        UnknownName: a dataflow other than os, ws, is.
+    """
+    for name, value in (("m", m), ("n", n), ("k", k), ("rows", rows), ("cols", cols)):
+        if value < 1:
+            raise InvalidShape("gemm", name, value, "must be >= 1")
+    if dataflow == "os":
+        sr, sc, t = m, n, k
+        per_fold = t + rows + cols - 2
+    elif dataflow == "ws":
+        sr, sc, t = k, n, m
+        per_fold = 2 * rows + cols + t - 2
+    elif dataflow == "is":
+        sr, sc, t = k, m, n
+        per_fold = 2 * rows + cols + t - 2
+    else:
+        raise UnknownName("dataflow", dataflow, DATAFLOWS)
+    row_folds, col_folds = math.ceil(sr / rows), math.ceil(sc / cols)
+    return GemmCycles(m, n, k, rows, cols, dataflow, sr, sc, t, row_folds, col_folds, per_fold, row_folds * col_folds * per_fold - 1)
+
+
+def parse_array(text: str) -> tuple[int, int]:
+    """"128x128" -> (128, 128).
+
+    Raises:
+        InvalidShape: not of the form RxC with positive integers.
+    """
+    rows, sep, cols = text.lower().partition("x")
+    if not sep or not rows.strip().isdigit() or not cols.strip().isdigit() or int(rows) < 1 or int(cols) < 1:
+        raise InvalidShape("gemm", "array", text, "expected ROWSxCOLS, e.g. 128x128")
+    return int(rows), int(cols)

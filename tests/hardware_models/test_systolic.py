@@ -1,0 +1,77 @@
+"""The systolic core: hand-checkable numbers, hardware rules, and equality with SCALE-Sim itself."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+
+import pytest
+
+from hardware_models.cost.systolic import DATAFLOWS, parse_array, systolic_gemm
+from reference.errors import InvalidShape, UnknownName
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCALESIM_PYTHON = ROOT / ".venv-scalesim" / "bin" / "python"
+ORACLE = ROOT / "tests" / "oracles" / "scalesim_gemm.py"
+
+
+def test_worked_number_from_the_docstring():
+    assert systolic_gemm(8, 8, 8, 4, 4, "os").compute_cycles == 55
+
+
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_cycles_never_beat_the_mac_bound(dataflow):
+    """An R x C array does at most R*C multiply-adds per cycle."""
+    for m, n, k in [(1, 1, 1), (63, 65, 129), (4096, 4096, 4096), (1, 8192, 8192)]:
+        result = systolic_gemm(m, n, k, 128, 128, dataflow)
+        assert result.compute_cycles * 128 * 128 >= m * n * k
+        assert 0 < result.utilization <= 1 and 0 < result.mapping_efficiency <= 1
+
+
+def test_one_more_row_than_the_array_costs_a_whole_fold():
+    """Padding waste: 129 rows on a 128-row array take two row folds, half of the second idle."""
+    fits, spills = systolic_gemm(128, 128, 128, 128, 128, "os"), systolic_gemm(129, 128, 128, 128, 128, "os")
+    assert (fits.row_folds, spills.row_folds) == (1, 2)
+    assert spills.compute_cycles == 2 * fits.compute_cycles + 1
+    assert spills.mapping_efficiency == pytest.approx(129 / 256)
+
+
+def test_large_square_gemm_approaches_full_utilization():
+    assert systolic_gemm(16384, 16384, 16384, 128, 128, "os").utilization > 0.98
+
+
+@pytest.mark.parametrize("bad", [{"m": 0}, {"rows": -1}])
+def test_sizes_below_one_are_rejected(bad):
+    args = {"m": 8, "n": 8, "k": 8, "rows": 4, "cols": 4, **bad}
+    with pytest.raises(InvalidShape):
+        systolic_gemm(**args)
+
+
+def test_unknown_dataflow_lists_the_valid_ones():
+    with pytest.raises(UnknownName, match="os, ws, is"):
+        systolic_gemm(8, 8, 8, 4, 4, "rs")
+
+
+@pytest.mark.parametrize("text", ["128", "0x4", "ax4", "4x"])
+def test_malformed_array_is_rejected(text):
+    with pytest.raises(InvalidShape, match="ROWSxCOLS"):
+        parse_array(text)
+
+
+SHAPES = [(1, 1, 1), (63, 65, 129), (65, 63, 7), (17, 3, 29), (129, 150, 1)]
+ARRAYS = [(8, 4), (4, 8), (16, 16), (3, 5)]
+
+
+@pytest.mark.skipif(not SCALESIM_PYTHON.exists(), reason="SCALE-Sim's venv is missing: make scalesim")
+@pytest.mark.parametrize("dataflow", DATAFLOWS)
+def test_closed_form_equals_scalesim_compute_cycles(dataflow):
+    """SCALE-Sim 3.0.0 is the oracle: same compute cycles over odd shapes and array sizes."""
+    cases = [(m, n, k, r, c) for m, n, k in SHAPES for r, c in ARRAYS]
+    args = [f"{m},{n},{k},{r},{c},{dataflow}" for m, n, k, r, c in cases]
+    out = subprocess.run([str(SCALESIM_PYTHON), str(ORACLE), *args], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    measured = json.loads(out.stdout.strip().splitlines()[-1])
+    for case, (cycles, stalls) in zip(cases, measured):
+        assert stalls == 0, case
+        assert systolic_gemm(*case, dataflow).compute_cycles == cycles, case
