@@ -86,3 +86,11 @@ class MalformedIR(LandscapeError):
 
 class LoweringFailed(LandscapeError):
     """A framework's compiler could not lower the program."""
+
+
+class BadTargetFile(LandscapeError):
+    """A target data file with a missing, unknown, ill-typed or non-positive field."""
+
+    def __init__(self, path: object, key: str, expected: str):
+        self.path, self.key, self.expected = str(path), key, expected
+        super().__init__(f"{self.path}: field {key!r}: {expected}")

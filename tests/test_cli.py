@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -172,3 +172,10 @@ def test_gemm_imports_neither_torch_nor_jax():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip().endswith("[]")
+
+
+def test_targets_json_lists_sourced_quantities(capsys):
+    assert cli.main(["targets", "--json"]) == 0
+    rows = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
+    assert rows["h100"]["quantities"]["peak.bf16_flop_per_s"]["source"].startswith("P")
+    assert rows["h100"]["quantities"]["chip.clock_hz"]["derivation"]

@@ -1,0 +1,85 @@
+"""Target files: every number sourced, derived values recomputed, the loader strict."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.target import check_derivations, get_target, load_target_file, load_targets
+from reference.errors import BadTargetFile, UnknownName
+
+REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e")
+
+
+def test_every_required_target_loads():
+    assert set(REQUIRED) <= set(load_targets())
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_every_quantity_has_a_tagged_source_and_derived_ones_recompute(name):
+    target = get_target(name)
+    assert all(q.tag in "PSDU" for q in target.quantities.values())
+    assert check_derivations(target) == {}
+
+
+def test_v5e_critical_intensity_is_about_240():
+    """The JAX scaling book: TPU v5e MXU critical intensity is about 240 FLOP/byte."""
+    assert get_target("tpu-v5e").ridge_flop_per_byte == pytest.approx(240, rel=0.01)
+
+
+def test_tpu_peak_is_mxus_times_array_times_clock():
+    """197 TFLOP/s = 1 TensorCore x 4 MXUs x 128 x 128 MACs x 2 x 1.5 GHz (v5e)."""
+    t = get_target("tpu-v5e")
+    macs = t["chip.tensorcores"] * t["chip.mxus_per_tensorcore"] * t["chip.mxu_rows"] * t["chip.mxu_cols"]
+    assert 2 * macs * t["chip.clock_hz"] == pytest.approx(t.peak_bf16_flop_per_s, rel=0.01)
+
+
+def test_unknown_target_suggests_a_close_match():
+    with pytest.raises(UnknownName, match="did you mean 'h100'"):
+        get_target("h10")
+
+
+GOOD = """schema = 1
+name = "x"
+family = "tpu"
+description = "test"
+[chip]
+tensorcores = { value = 1, source = "P GCP" }
+mxus_per_tensorcore = { value = 4, source = "P GCP" }
+mxu_rows = { value = 128, source = "P SB" }
+mxu_cols = { value = 128, source = "P SB" }
+clock_hz = { value = 1.5e9, source = "P SB" }
+[peak]
+bf16_flop_per_s = { value = 197e12, source = "P GCP" }
+int8_op_per_s = { value = 394e12, source = "P GCP" }
+[memory]
+hbm_bytes = { value = 16e9, source = "P GCP" }
+hbm_bytes_per_s = { value = 8.19e11, source = "P GCP" }
+vmem_bytes_per_tensorcore = { value = 134217728, source = "P tpu_info" }
+[interconnect]
+ici_bytes_per_s_per_link = { value = 45e9, source = "P SB" }
+"""
+
+BROKEN = {
+    "unknown key": (GOOD.replace("[peak]", "[peak]\nbf17_flop_per_s = { value = 1, source = \"P x\" }"), "peak.bf17_flop_per_s"),
+    "missing key": (GOOD.replace('int8_op_per_s = { value = 394e12, source = "P GCP" }\n', ""), "peak.int8_op_per_s"),
+    "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "positive"),
+    "untagged source": (GOOD.replace('source = "P SB" }\n[peak]', 'source = "scaling book" }\n[peak]'), "tag"),
+    "derived without arithmetic": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "D" }'), "derivation"),
+    "unknown family": (GOOD.replace('family = "tpu"', 'family = "fpga"'), "family"),
+}
+
+
+def test_a_well_formed_file_loads(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(GOOD)
+    assert load_target_file(path).ridge_flop_per_byte == pytest.approx(240.5, rel=1e-3)
+
+
+@pytest.mark.parametrize("case", BROKEN)
+def test_broken_file_names_the_file_and_the_field(case, tmp_path):
+    text, needle = BROKEN[case]
+    path = tmp_path / "x.toml"
+    path.write_text(text)
+    with pytest.raises(BadTargetFile, match=needle) as err:
+        load_target_file(path)
+    assert str(path) in str(err.value)
