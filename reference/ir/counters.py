@@ -38,7 +38,8 @@ from reference.ir.graph import Function, Module, Op
 
 # Rule 4: (FLOPs, transcendentals) per element of XLA's expansion of a CHLO op, by element
 # type; read off XLA 0.10.2's cost_analysis of the single op, re-measured by
-# tests/reference/ir/test_counters_vs_compilers.py. 16-bit types add an upcast and a downcast.
+# tests/sides/test_lowering.py::test_chlo_erfc_expansion_table_matches_xla. 16-bit types add an
+# upcast and a downcast.
 XLA_CHLO_EXPANSION = {("erfc", "f32"): (62, 1), ("erfc", "bf16"): (64, 1), ("erfc", "f16"): (64, 1)}
 
 FREE = {"constant", "return"}  # "return" covers func.return and stablehlo.return
@@ -67,11 +68,6 @@ class Cost:
         return self.bytes_read + self.bytes_written
 
 
-def _splat(op: Op):
-    value = op.attr("value")
-    return value[1] if isinstance(value, tuple) and value and value[0] == "splat" else None
-
-
 def _block_cost(ops, module: Module, policy: str) -> Cost:
     total = Cost()
     constant_ids: set[str] = set()  # values XLA's import can fold (rule 3)
@@ -81,8 +77,8 @@ def _block_cost(ops, module: Module, policy: str) -> Cost:
             single_iota = op.short_name == "iota" and op.result_types[0].shape[op.attr("iota_dimension", 0)] == 1
             if op.short_name == "constant" or single_iota:
                 constant_ids.update(op.results)
-                if _splat(op) is not None:
-                    splats[op.results[0]] = _splat(op)
+                if op.splat is not None:
+                    splats[op.results[0]] = op.splat
             if _folded_by_xla_import(op, constant_ids, splats):
                 constant_ids.update(op.results)
                 if op.short_name in ("broadcast_in_dim", "reshape", "convert") and op.operands[0] in splats:

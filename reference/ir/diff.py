@@ -66,8 +66,7 @@ def _segments(module: Module) -> list[tuple[str, list[Op]]]:
 
 
 def _is_materialized_splat(op: Op) -> bool:
-    value = op.attr("value")
-    return op.short_name == "constant" and isinstance(value, tuple) and value[0] == "splat" and op.result_types[0].elements > 1
+    return op.splat is not None and op.result_types[0].elements > 1
 
 
 def _reasons(a: list[Op], b: list[Op]) -> tuple[str, ...]:

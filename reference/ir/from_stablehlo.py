@@ -158,15 +158,13 @@ class _Reader:
         result_types = tuple(self.tensor_type(r.type) for r in operation.results)
         regions = tuple(self.block(region.blocks[0]) for region in operation.regions if len(region.blocks))
         callee = dict(attrs).get("callee") if short == "call" else None
-        if short == "constant":
-            value = dict(attrs).get("value")
-            if isinstance(value, tuple) and value[0] == "splat":
-                self.constants[results[0]] = value[1]
         op = Op(
             name=name, results=results, result_types=result_types, operands=operands,
             operand_types=operand_types, attrs=attrs, regions=regions, callee=callee,
             origin=origin_of(str(operation.location)), known=short in HANDLED,
         )
+        if op.splat is not None:
+            self.constants[results[0]] = op.splat
         if short == "while":
             op = _with_trip_count(op, self.constants)
         return op
@@ -193,11 +191,7 @@ def _arg_name(loc_text: str) -> str:
 
 def _splats(ops) -> dict[str, float]:
     """value id -> scalar of every splat constant among ops."""
-    return {
-        o.results[0]: o.attr("value")[1]
-        for o in ops
-        if o.short_name == "constant" and isinstance(o.attr("value"), tuple) and o.attr("value")[0] == "splat"
-    }
+    return {o.results[0]: o.splat for o in ops if o.splat is not None}
 
 
 def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:

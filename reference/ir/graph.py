@@ -107,6 +107,12 @@ class Op:
     def short_name(self) -> str:
         return self.name.split(".", 1)[-1]
 
+    @property
+    def splat(self) -> float | None:
+        """The scalar of a splat constant (every element equal), else None."""
+        value = self.attr("value") if self.short_name == "constant" else None
+        return value[1] if isinstance(value, tuple) and value and value[0] == "splat" else None
+
 
 @dataclass(frozen=True, slots=True)
 class Function:
