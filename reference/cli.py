@@ -131,6 +131,18 @@ def _lowering_from_file(path: str):
     return Lowering("file", Path(path).stem, {"stablehlo": text}, verify(parse_stablehlo(text)))
 
 
+def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, flat: bool, compile_xla: bool = False):
+    """The lowering a command works on: read from --from-file, or NAME lowered on one side."""
+    from reference.errors import MalformedInput
+    from reference.spec import parse_assignments
+
+    if from_file:
+        return _lowering_from_file(from_file)
+    if not name:
+        raise MalformedInput(f"{command} needs NAME or --from-file FILE.mlir")
+    return lower_named(name, side, parse_assignments(shapes), dtype, compile_xla=compile_xla, flat=flat)
+
+
 def _shape_options(fn):
     fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)
     fn = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)(fn)
@@ -148,21 +160,12 @@ def _shape_options(fn):
 @click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
 def hlo(name, side, stage, shapes, dtype, flat, out_dir, from_file) -> None:
     """Print one stage of NAME's lowering on one side (or of a StableHLO file)."""
-    from reference.errors import MalformedInput
-    from reference.spec import parse_assignments
+    from reference.errors import UnknownName
+    from reference.lowering import STAGES
 
-    if from_file:
-        lowering = _lowering_from_file(from_file)
-    elif not name:
-        raise MalformedInput("hlo needs NAME or --from-file FILE.mlir")
-    else:
-        from reference.lowering import STAGES
-
-        if stage not in STAGES[side]:
-            from reference.errors import UnknownName
-
-            raise UnknownName(f"stage for the {side} side", stage, STAGES[side])
-        lowering = lower_named(name, side, parse_assignments(shapes), dtype, compile_xla=stage == "xla", flat=flat)
+    if not from_file and stage not in STAGES[side]:  # checked before the (slow) lowering
+        raise UnknownName(f"stage for the {side} side", stage, STAGES[side])
+    lowering = _lowering_for("hlo", name, from_file, side, shapes, dtype, flat, compile_xla=stage == "xla")
     text = lowering.stage(stage)
     if out_dir:
         from pathlib import Path
@@ -186,16 +189,7 @@ def stats(name, side, shapes, dtype, flat, from_file, as_json) -> None:
 
     Loops count once per iteration; bytes are at op boundaries as if nothing were fused.
     """
-    from reference.errors import MalformedInput
-    from reference.spec import parse_assignments
-
-    if from_file:
-        lowering = _lowering_from_file(from_file)
-    elif not name:
-        raise MalformedInput("stats needs NAME or --from-file FILE.mlir")
-    else:
-        lowering = lower_named(name, side, parse_assignments(shapes), dtype, flat=flat)
-    data = lowering.stats().to_dict()
+    data = _lowering_for("stats", name, from_file, side, shapes, dtype, flat).stats().to_dict()
     if as_json:
         _print_json(data)
         return
