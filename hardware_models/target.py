@@ -2,7 +2,13 @@
 
 Every number is a `Quantity` with its source, tagged as in ../shared/hardware/specs.md:
 P primary, S secondary, D derived (the file carries the arithmetic over other keys, and
-`check_derivations` recomputes it), U unpublished (an assumption, marked as such). Keys carry
+`check_derivations` recomputes it), U unpublished (an assumption, marked as such, and a knob
+that `with_overrides` / `--set section.key=VALUE` replaces), F fitted (a coefficient fitted to
+a measured row of the calibration table, which the source names: "F G23"; see
+hardware_models/calibration.py, which refits it). Hardware limits sit in [chip], [peak],
+[memory], [interconnect]; fitted coefficients in [fitted] and [schedule], apart.
+A [dtypes] table lists the element types the chip runs natively, and the ones it emulates
+with another (`emulated = { f16 = "f32" }`); anything else is refused with an error. Keys carry
 their unit (`_hz`, `_bytes`, `_bytes_per_s`, `_flop_per_s`). Quantities that follow from others
 are computed, not stored: the ridge point is peak FLOP/s over memory bandwidth.
 """
@@ -13,30 +19,37 @@ import ast
 import functools
 import operator
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reference.errors import BadTargetFile, UnknownName
+from reference.errors import BadTargetFile, UnknownName, UnsupportedDtype
 
 TARGETS_DIR = Path(__file__).with_name("targets")
-TAGS = ("P", "S", "D", "U")
+TAGS = ("P", "S", "D", "U", "F")
 
 # Required (section, key) per family; any other key in a file is an error.
 SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     "gpu": {
-        "chip": ("sm_count", "clock_hz"),
+        "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm"),
         "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
         "memory": ("hbm_bytes", "hbm_bytes_per_s", "l2_bytes", "smem_bytes_per_sm", "register_bytes_per_sm"),
-        "interconnect": ("nvlink_bytes_per_s",),
+        "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
+        "schedule": ("launch_overhead_s",),
+        "fitted": ("gemm_efficiency", "hbm_efficiency"),
     },
     "tpu": {
-        "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz"),
+        "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
+                 "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
         "peak": ("bf16_flop_per_s", "int8_op_per_s"),
-        "memory": ("hbm_bytes", "hbm_bytes_per_s", "vmem_bytes_per_tensorcore"),
-        "interconnect": ("ici_bytes_per_s_per_link",),
+        "memory": ("hbm_bytes", "hbm_bytes_per_s", "vmem_bytes_per_tensorcore", "vmem_bytes_per_s"),
+        "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s"),
+        "schedule": ("launch_overhead_s",),
     },
 }
-OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {}}
+# Element types by MLIR name; only floating types are checked against [dtypes] (integers are
+# indices and masks that every target handles).
+FLOAT_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2")
+OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 
 
@@ -55,6 +68,12 @@ class Quantity:
     def assumed(self) -> bool:
         return self.tag == "U"
 
+    @property
+    def calibration_row(self) -> str | None:
+        """The kernels.csv row id a fitted (F) value cites: "F G23 ..." -> "G23"."""
+        parts = self.source.split()
+        return parts[1] if self.tag == "F" and len(parts) > 1 else None
+
 
 @dataclass(frozen=True)
 class Target:
@@ -65,6 +84,8 @@ class Target:
     description: str
     quantities: dict[str, Quantity]
     path: str
+    native_dtypes: tuple[str, ...] = ()
+    emulated_dtypes: tuple[tuple[str, str], ...] = ()  # (dtype, the native dtype it runs as)
 
     def __getitem__(self, key: str) -> float:
         try:
@@ -74,6 +95,35 @@ class Target:
 
     def get(self, key: str, default: float | None = None) -> float | None:
         return self.quantities[key].value if key in self.quantities else default
+
+    def runs_as(self, dtype: str) -> str:
+        """The element type `dtype` executes as: itself if native, its stand-in if emulated.
+
+        Raises:
+            UnsupportedDtype: a floating type the target neither runs nor emulates (f64 on a TPU).
+        """
+        if dtype in self.native_dtypes or dtype not in FLOAT_DTYPES:
+            return dtype
+        emulated = dict(self.emulated_dtypes)
+        if dtype in emulated:
+            return emulated[dtype]
+        raise UnsupportedDtype(f"target {self.name}", dtype, [*self.native_dtypes, *emulated])
+
+    def with_overrides(self, overrides: dict[str, float]) -> "Target":
+        """A copy with some quantities replaced (`--set memory.l2_bytes_per_s=6e12`).
+
+        Raises:
+            UnknownName: a key the target does not have.
+            BadTargetFile: a non-positive value.
+        """
+        quantities = dict(self.quantities)
+        for key, value in overrides.items():
+            if key not in quantities:
+                raise UnknownName(f"quantity of {self.name}", key, quantities)
+            if not value > 0:
+                raise BadTargetFile("--set", key, f"value must be a positive number, got {value!r}")
+            quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
+        return replace(self, quantities=quantities)
 
     @property
     def peak_bf16_flop_per_s(self) -> float:
@@ -94,6 +144,8 @@ class Target:
             "family": self.family,
             "description": self.description,
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
+            "native_dtypes": list(self.native_dtypes),
+            "emulated_dtypes": dict(self.emulated_dtypes),
             "quantities": {
                 k: {"value": q.value, "source": q.source, **({"note": q.note} if q.note else {}), **({"derivation": q.derivation} if q.derivation else {})}
                 for k, q in sorted(self.quantities.items())
@@ -136,8 +188,9 @@ def load_target_file(path: Path) -> Target:
     if family not in SCHEMA:
         raise BadTargetFile(path, "family", f"expected one of {sorted(SCHEMA)}")
     quantities = {}
+    native, emulated = _dtypes(path, raw.get("dtypes"))
     for section, table in raw.items():
-        if section in ("schema", "name", "family", "description"):
+        if section in ("schema", "name", "family", "description", "dtypes"):
             continue
         allowed = SCHEMA[family].get(section, ()) + OPTIONAL[family].get(section, ())
         if not isinstance(table, dict) or not allowed:
@@ -150,7 +203,25 @@ def load_target_file(path: Path) -> Target:
         for key in keys:
             if f"{section}.{key}" not in quantities:
                 raise BadTargetFile(path, f"{section}.{key}", "missing")
-    return Target(raw["name"], family, raw["description"], quantities, str(path))
+    return Target(raw["name"], family, raw["description"], quantities, str(path), native, emulated)
+
+
+def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The [dtypes] table: native = [...] and emulated = { dtype = "native dtype" }."""
+    if not isinstance(table, dict) or not isinstance(table.get("native"), list) or not table["native"]:
+        raise BadTargetFile(path, "dtypes.native", f"a non-empty list of element types from {FLOAT_DTYPES}")
+    unknown = set(table) - {"native", "emulated"}
+    if unknown:
+        raise BadTargetFile(path, f"dtypes.{sorted(unknown)[0]}", "unknown key; valid: native, emulated")
+    native = tuple(table["native"])
+    emulated = table.get("emulated", {})
+    for dtype in native + tuple(emulated):
+        if dtype not in FLOAT_DTYPES:
+            raise BadTargetFile(path, "dtypes", f"unknown element type {dtype!r}; valid: {', '.join(FLOAT_DTYPES)}")
+    for dtype, runs_as in emulated.items():
+        if runs_as not in native:
+            raise BadTargetFile(path, f"dtypes.emulated.{dtype}", f"must name a native type, one of {native}")
+    return native, tuple(sorted(emulated.items()))
 
 
 @functools.cache

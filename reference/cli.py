@@ -287,6 +287,122 @@ def gemm(m, n, k, array, dataflow, as_json) -> None:
     )
 
 
+def load_target(name: str, settings: tuple[str, ...] = ()):
+    """A target by name, with `--set section.key=VALUE` overrides applied.
+
+    Raises:
+        UnknownName: unknown target or key.
+        MalformedInput: a setting that is not KEY=NUMBER.
+    """
+    from hardware_models.target import get_target
+    from reference.errors import MalformedInput
+
+    overrides = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        try:
+            overrides[key.strip()] = float(value)
+        except ValueError:
+            raise MalformedInput(f"--set expects SECTION.KEY=NUMBER, got {item!r}") from None
+        if not sep:
+            raise MalformedInput(f"--set expects SECTION.KEY=NUMBER, got {item!r}")
+    target = get_target(name)
+    return target.with_overrides(overrides) if overrides else target
+
+
+def _estimate_options(fn):
+    fn = click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+                      help="Override a target quantity (an assumed knob), e.g. schedule.launch_overhead_s=2e-6; repeatable.")(fn)
+    fn = click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")(fn)
+    fn = _shape_options(fn)
+    fn = click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)(fn)
+    fn = click.option("--target", "target_name", required=True, help="A target from `landscape targets` (h100, tpu-v5e, ...).")(fn)
+    return fn
+
+
+def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings):
+    """(target, plan, estimate) for NAME lowered on one side, or a StableHLO file."""
+    from hardware_models.estimate import estimate as estimate_module
+    from hardware_models.pipelines import compile_plan
+
+    target = load_target(target_name, settings)  # checked before the (slow) lowering
+    lowering = _lowering_for(command, name, from_file, side, shapes, dtype, flat)
+    plan = compile_plan(lowering.module, target)
+    label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
+    return target, plan, estimate_module(lowering.module, target, label, plan)
+
+
+@cli.command()
+@click.argument("name", required=False)
+@_estimate_options
+@click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, show_plan, as_json) -> None:
+    """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
+
+    NAME is lowered on one side, compiled by the target's passes (fusion, tiling and padding,
+    memory placement) and costed. Each row is one kernel (a fused group): its ops, FLOPs,
+    bytes per memory level, time and bottleneck; totals follow. With --json the plan is
+    included under "plan" when --plan is given.
+    """
+    _, plan, result = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    if as_json:
+        _print_json({**result.to_dict(), **({"plan": plan.to_dict()} if show_plan else {})})
+        return
+    if show_plan:
+        click.echo(plan.render())
+    _render_estimate(result)
+
+
+def _render_estimate(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    data = result.to_dict()
+    levels = list(data["bytes"])
+    table = Table(title=escape(f"{data['name']} on {data['target']}"))
+    for col in ("group", "kind", "op", "x", "FLOPs", *(f"{lv} bytes" for lv in levels), "time", "bound"):
+        table.add_column(col, overflow="fold")
+    for row in data["ops"]:
+        op = row["op"] if len(row["op"]) <= 48 else row["op"][:45] + "..."
+        table.add_row(
+            str(row["group"]), row["kind"], escape(op), str(row["repeats"]), f"{row['flops']:.3g}",
+            *(f"{row['bytes'].get(lv, 0):.3g}" for lv in levels), f"{row['time_s'] * 1e6:.2f} us", row["bottleneck"],
+        )
+    console = Console(width=150)
+    console.print(table)
+    by_level = ", ".join(f"{lv} {b / 1e9:.3f} GB" for lv, b in data["bytes"].items())
+    console.print(
+        f"total {data['total_time_s'] * 1e3:.4f} ms over {data['kernels']} kernels: compute {data['compute_s'] * 1e3:.4f} ms, "
+        f"memory {data['memory_s'] * 1e3:.4f} ms, schedule {data['schedule_s'] * 1e3:.4f} ms; {data['flops']:.4g} FLOPs; {by_level}"
+    )
+    console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
+    for note in data["notes"]:
+        console.print(escape(f"note: {note}"))
+
+
+@cli.command()
+@click.argument("name", required=False)
+@_estimate_options
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output file: .png or .svg.")
+def roofline(name, target_name, side, shapes, dtype, flat, from_file, settings, out_path) -> None:
+    """Draw NAME's kernels on the target's roofline (PNG or SVG), schedule-bound ones marked."""
+    from pathlib import Path
+
+    from hardware_models.cost.roofline import plot_roofline
+    from reference.errors import UnknownName
+
+    suffix = Path(out_path).suffix.lower()
+    if suffix not in (".png", ".svg"):
+        raise UnknownName("roofline output format", suffix or out_path, (".png", ".svg"))
+    target, _, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    Path(out_path).parent.mkdir(parents=True, exist_ok=True)
+    points = plot_roofline(result, target, out_path)
+    counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}
+    click.echo(f"wrote {out_path}: {len(points)} kernels ({', '.join(f'{k} {v}' for k, v in counts.items())})")
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -84,6 +84,13 @@ BAD_INPUTS = {
     "malformed shape": (["run", "matmul", "--shape", "m"], "PARAM=VALUE"),
     "too large": (["run", "llama-3.1-405b"], "too large"),
     "unknown command": (["runn"], "No such command"),
+    "unknown target": (["estimate", "matmul", "--target", "h10"], "did you mean 'h100'"),
+    "missing target": (["estimate", "matmul"], "--target"),
+    "malformed --set": (["estimate", "matmul", "--target", "h100", "--set", "fitted.gemm_efficiency"], "SECTION.KEY=NUMBER"),
+    "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm=3"], "did you mean 'chip.sm_count'"),
+    "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
+    "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
+    "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
 }
 
 
@@ -179,3 +186,58 @@ def test_targets_json_lists_sourced_quantities(capsys):
     rows = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert rows["h100"]["quantities"]["peak.bf16_flop_per_s"]["source"].startswith("P")
     assert rows["h100"]["quantities"]["chip.clock_hz"]["derivation"]
+
+
+GEMM_FILE = (
+    "module {\n func.func @main(%a: tensor<256x512xbf16>, %b: tensor<512x1024xbf16>) -> tensor<256x1024xbf16> {\n"
+    "  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<256x512xbf16>, tensor<512x1024xbf16>) -> tensor<256x1024xbf16>\n"
+    "  return %0 : tensor<256x1024xbf16>\n }\n}\n"
+)
+
+
+def test_estimate_json_has_the_documented_keys_and_is_repeatable(tmp_path, capsys):
+    path = tmp_path / "gemm.mlir"
+    path.write_text(GEMM_FILE)
+    assert cli.main(["estimate", "--from-file", str(path), "--target", "h100", "--json"]) == 0
+    first = capsys.readouterr().out
+    data = json.loads(first)
+    assert {"total_time_s", "compute_s", "memory_s", "schedule_s", "bytes", "bottleneck_counts", "ops"} <= set(data)
+    (row,) = data["ops"]
+    assert {"op", "group", "flops", "bytes", "time_s", "bottleneck"} <= set(row)
+    assert row["flops"] == 2 * 256 * 512 * 1024 and set(data["bytes"]) == {"hbm", "l2"}
+    assert cli.main(["estimate", "--from-file", str(path), "--target", "h100", "--json"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_estimate_of_a_file_imports_neither_torch_nor_jax(tmp_path):
+    path = tmp_path / "gemm.mlir"
+    path.write_text(GEMM_FILE)
+    code = (
+        f"import sys; from reference.cli import main; main(['estimate', '--from-file', {str(path)!r}, '--target', 'tpu-v5e']);"
+        "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip().endswith("[]")
+
+
+def test_estimate_table_and_plan_name_the_kernels_and_the_emulation(capsys):
+    assert cli.main(["estimate", "linear", "--target", "tpu-v5e", "--dtype", "float16", "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "plan for tpu-v5e" in out and "dot_general" in out and "f16 is emulated on tpu-v5e" in out
+    assert "bottlenecks:" in out
+
+
+def test_set_turns_an_assumed_knob(capsys):
+    base = ["estimate", "add", "--target", "tpu-v5e", "--json"]
+    assert cli.main(base) == 0
+    before = json.loads(capsys.readouterr().out)["total_time_s"]
+    assert cli.main([*base, "--set", "schedule.launch_overhead_s=1e-3"]) == 0
+    after = json.loads(capsys.readouterr().out)["total_time_s"]
+    assert after == pytest.approx(before - 5e-7 + 1e-3)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_roofline_writes_the_figure(tmp_path, suffix, capsys):
+    out = tmp_path / f"roof{suffix}"
+    assert cli.main(["roofline", "mlp", "--target", "h100", "--side", "torch", "--dtype", "bfloat16", "--out", str(out)]) == 0
+    assert out.stat().st_size > 1000 and "kernels" in capsys.readouterr().out

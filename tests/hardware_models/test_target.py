@@ -17,7 +17,7 @@ def test_every_required_target_loads():
 @pytest.mark.parametrize("name", REQUIRED)
 def test_every_quantity_has_a_tagged_source_and_derived_ones_recompute(name):
     target = get_target(name)
-    assert all(q.tag in "PSDU" for q in target.quantities.values())
+    assert all(q.tag in "PSDUF" for q in target.quantities.values())
     assert check_derivations(target) == {}
 
 
@@ -48,6 +48,8 @@ mxus_per_tensorcore = { value = 4, source = "P GCP" }
 mxu_rows = { value = 128, source = "P SB" }
 mxu_cols = { value = 128, source = "P SB" }
 clock_hz = { value = 1.5e9, source = "P SB" }
+vector_alus_per_tensorcore = { value = 2048, source = "U" }
+transcendentals_per_cycle_per_tensorcore = { value = 1024, source = "U" }
 [peak]
 bf16_flop_per_s = { value = 197e12, source = "P GCP" }
 int8_op_per_s = { value = 394e12, source = "P GCP" }
@@ -55,17 +57,27 @@ int8_op_per_s = { value = 394e12, source = "P GCP" }
 hbm_bytes = { value = 16e9, source = "P GCP" }
 hbm_bytes_per_s = { value = 8.19e11, source = "P GCP" }
 vmem_bytes_per_tensorcore = { value = 134217728, source = "P tpu_info" }
+vmem_bytes_per_s = { value = 1.8e13, source = "D SB", derivation = "memory.hbm_bytes_per_s * 22" }
 [interconnect]
 ici_bytes_per_s_per_link = { value = 45e9, source = "P SB" }
+host_bytes_per_s = { value = 31.5e9, source = "U" }
+[schedule]
+launch_overhead_s = { value = 5e-7, source = "U" }
+[dtypes]
+native = ["bf16", "f32"]
+emulated = { f16 = "f32" }
 """
 
 BROKEN = {
     "unknown key": (GOOD.replace("[peak]", "[peak]\nbf17_flop_per_s = { value = 1, source = \"P x\" }"), "peak.bf17_flop_per_s"),
     "missing key": (GOOD.replace('int8_op_per_s = { value = 394e12, source = "P GCP" }\n', ""), "peak.int8_op_per_s"),
     "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "positive"),
-    "untagged source": (GOOD.replace('source = "P SB" }\n[peak]', 'source = "scaling book" }\n[peak]'), "tag"),
+    "untagged source": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "scaling book" }'), "tag"),
     "derived without arithmetic": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "D" }'), "derivation"),
     "unknown family": (GOOD.replace('family = "tpu"', 'family = "fpga"'), "family"),
+    "no native dtypes": (GOOD.replace('native = ["bf16", "f32"]', "native = []"), "dtypes.native"),
+    "unknown dtype": (GOOD.replace('native = ["bf16", "f32"]', 'native = ["bf16", "f33"]'), "f33"),
+    "emulated as a non-native type": (GOOD.replace('f16 = "f32"', 'f16 = "f64"'), "dtypes.emulated.f16"),
 }
 
 
@@ -83,3 +95,19 @@ def test_broken_file_names_the_file_and_the_field(case, tmp_path):
     with pytest.raises(BadTargetFile, match=needle) as err:
         load_target_file(path)
     assert str(path) in str(err.value)
+
+
+def test_with_overrides_turns_a_knob_and_keeps_the_file_untouched():
+    t = get_target("tpu-v5e")
+    turned = t.with_overrides({"schedule.launch_overhead_s": 2e-6})
+    assert turned["schedule.launch_overhead_s"] == 2e-6 and turned.quantities["schedule.launch_overhead_s"].assumed
+    assert t["schedule.launch_overhead_s"] == 5e-7
+    with pytest.raises(UnknownName, match="valid"):
+        t.with_overrides({"schedule.launch_overhead": 1.0})
+
+
+def test_fitted_values_sit_apart_from_hardware_limits():
+    """Style 3.4: hardware limits in [chip]/[peak]/[memory], fitted coefficients in [fitted]/[schedule]."""
+    for target in load_targets().values():
+        for key, q in target.quantities.items():
+            assert (q.tag == "F") <= key.startswith(("fitted.", "schedule.")), key

@@ -1,0 +1,148 @@
+"""Calibration: the measured kernels the GPU models are fitted to, and the fits.
+
+hardware_models/kernels.csv is a verbatim copy of the GPU rows of
+../shared/calibration/kernels.csv (same ids; a test checks the copy where the shared file
+exists). Each fitted value in a target file cites its row ("F G23"), and `refit` recomputes it:
+
+    hbm_efficiency    = STREAM triad bandwidth / hbm_bytes_per_s                         (G30, G31, G32)
+    launch_overhead_s = t(fp32 add, N = 65,536) - 3 * 4 * N / (hbm_bytes_per_s * hbm_efficiency)
+                        (G41's note, measured on an H100: 1.5 us)
+    gemm_efficiency   = busy_s at efficiency 1 / (measured time - launch_overhead_s)
+                        measured time = 2 M N K / measured FLOP/s                          (G23, G27, G28)
+
+`check` runs the model on every row, fitted or not (the other GEMM sizes, the large vector
+add), and reports prediction against measurement.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from reference.ir.graph import DotDims, Function, Module, Op, TensorType
+
+KERNELS_CSV = Path(__file__).with_name("kernels.csv")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured row, as the model reads it."""
+
+    id: str
+    target: str
+    workload: str  # "gemm", "triad", "add"
+    size: int      # M = N = K for a GEMM, elements for a stream
+    dtype: str
+    measured: float
+    unit: str      # "flop_per_s", "bytes_per_s" or "s"
+
+
+# Which workload each row measured (its "model" and "precision" columns, read once by hand).
+ROWS = (
+    Row("G23", "h100", "gemm", 8192, "f8E4M3FN", 1290.1e12, "flop_per_s"),
+    Row("G24", "h100", "gemm", 16384, "f8E4M3FN", 1377.3e12, "flop_per_s"),
+    Row("G25", "h100", "gemm", 4096, "f8E4M3FN", 1216.9e12, "flop_per_s"),
+    Row("G26", "h100", "gemm", 1024, "f8E4M3FN", 274.1e12, "flop_per_s"),
+    Row("G27", "h200", "gemm", 8192, "f8E4M3FN", 1300.6e12, "flop_per_s"),
+    Row("G28", "a100", "gemm", 8192, "f16", 253.7e12, "flop_per_s"),
+    Row("G29", "a100", "gemm", 16384, "f16", 256.5e12, "flop_per_s"),
+    Row("G30", "h100", "triad", 2**28, "f32", 2.97e12, "bytes_per_s"),
+    Row("G31", "h200", "triad", 2**28, "f32", 4.15e12, "bytes_per_s"),
+    Row("G32", "a100", "triad", 2**28, "f32", 1.70e12, "bytes_per_s"),
+    Row("G41", "h100", "add", 1024**3, "f32", 4.1e-3, "s"),
+    Row("G41", "h100", "add", 65536, "f32", 1.5e-6, "s"),  # the row's note: "N=65,536 measured ~1.5 us"
+)
+# Rows the GPU models cannot check yet: NCCL all-reduce needs the multi-chip model.
+NOT_MODELED = ("G33", "G34", "G35")
+
+
+def read_csv(path: Path = KERNELS_CSV) -> dict[str, dict]:
+    with open(path, newline="") as f:
+        return {row["id"]: row for row in csv.DictReader(f)}
+
+
+def gemm_module(m: int, n: int, k: int, dtype: str) -> Module:
+    """C[m, n] = A[m, k] @ B[k, n] as IR, built directly (no framework needed)."""
+    a, b, c = TensorType((m, k), dtype), TensorType((k, n), dtype), TensorType((m, n), dtype)
+    dot = Op("stablehlo.dot_general", ("%0",), (c,), ("%a", "%b"), (a, b), (("dot_dimension_numbers", DotDims((), (), (1,), (0,))),))
+    ret = Op("func.return", (), (), ("%0",), (c,))
+    return Module((Function("main", (("%a", a), ("%b", b)), (c,), (dot, ret)),))
+
+
+def stream_module(kind: str, n: int, dtype: str) -> Module:
+    """add: c = a + b; triad (STREAM): a = b + s * c, with s a scalar broadcast to n."""
+    v, s = TensorType((n,), dtype), TensorType((), dtype)
+    ops = []
+    if kind == "triad":
+        ops.append(Op("stablehlo.broadcast_in_dim", ("%sb",), (v,), ("%s",), (s,), (("broadcast_dimensions", ()),)))
+        ops.append(Op("stablehlo.multiply", ("%sc",), (v,), ("%sb", "%c"), (v, v)))
+        ops.append(Op("stablehlo.add", ("%0",), (v,), ("%b", "%sc"), (v, v)))
+        args = (("%b", v), ("%c", v), ("%s", s))
+    else:
+        ops.append(Op("stablehlo.add", ("%0",), (v,), ("%b", "%c"), (v, v)))
+        args = (("%b", v), ("%c", v))
+    ops.append(Op("func.return", (), (), ("%0",), (v,)))
+    return Module((Function("main", args, (v,), tuple(ops)),))
+
+
+def row_module(row: Row) -> Module:
+    if row.workload == "gemm":
+        return gemm_module(row.size, row.size, row.size, row.dtype)
+    return stream_module(row.workload, row.size, row.dtype)
+
+
+def predict(row: Row, target) -> float:
+    """The model's figure for the row, in the row's unit."""
+    from hardware_models.estimate import estimate
+
+    time_s = estimate(row_module(row), target).total.time_s
+    if row.unit == "flop_per_s":
+        return 2 * row.size**3 / time_s
+    if row.unit == "bytes_per_s":
+        return 3 * row.size * 4 / time_s
+    return time_s
+
+
+def measured_time_s(row: Row) -> float:
+    if row.unit == "flop_per_s":
+        return 2 * row.size**3 / row.measured
+    if row.unit == "bytes_per_s":
+        return 3 * row.size * 4 / row.measured
+    return row.measured
+
+
+def refit(target) -> dict[str, float]:
+    """Recompute the target's fitted values from the rows they cite (formulas in the module doc)."""
+    from hardware_models.estimate import estimate
+    from hardware_models.target import get_target
+
+    cited = {key: q.calibration_row for key, q in target.quantities.items() if q.calibration_row}
+    rows = {(r.id, r.target): r for r in ROWS}
+    out = {}
+    if "fitted.hbm_efficiency" in cited:
+        row = rows[(cited["fitted.hbm_efficiency"], target.name)]
+        out["fitted.hbm_efficiency"] = row.measured / target["memory.hbm_bytes_per_s"]
+    if "schedule.launch_overhead_s" in cited:
+        h100 = get_target("h100")
+        small = next(r for r in ROWS if r.id == cited["schedule.launch_overhead_s"] and r.size == 65536)
+        out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100["memory.hbm_bytes_per_s"] * h100["fitted.hbm_efficiency"])
+    if "fitted.gemm_efficiency" in cited:
+        row = rows[(cited["fitted.gemm_efficiency"], target.name)]
+        at_one = target.with_overrides({"fitted.gemm_efficiency": 1.0})
+        launch = out.get("schedule.launch_overhead_s", target["schedule.launch_overhead_s"])
+        busy = estimate(row_module(row), at_one).total
+        busy_s = busy.time_s - target["schedule.launch_overhead_s"]
+        out["fitted.gemm_efficiency"] = busy_s / (measured_time_s(row) - launch)
+    return out
+
+
+def check(targets: dict) -> list[dict]:
+    """Every modelled row: measured, predicted and the relative error."""
+    results = []
+    for row in ROWS:
+        predicted = predict(row, targets[row.target])
+        results.append({"id": row.id, "target": row.target, "workload": f"{row.workload} {row.size} {row.dtype}",
+                        "unit": row.unit, "measured": row.measured, "predicted": predicted,
+                        "error": predicted / row.measured - 1})
+    return results

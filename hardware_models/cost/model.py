@@ -1,0 +1,133 @@
+"""The cost record every target's model returns, and the estimate of a whole program.
+
+A `Cost` is frozen and addable (tinygrad's Estimates): FLOPs, bytes per memory level, and time
+split three ways:
+    compute_s   the work at the sustained peak of the unit that runs it (MXU, tensor cores,
+                CUDA cores or VPU), useful FLOPs only
+    memory_s    per level, bytes / sustained bandwidth
+    schedule_s  everything above the roofline bound max(compute_s, max(memory_s)): launch and
+                per-kernel fixed cost, pipeline fill and drain, padding and wave quantization
+    time_s      = max(compute_s, max(memory_s)) + schedule_s
+The bottleneck is the largest of compute_s, max(memory_s) and schedule_s. A program's cost is
+the sum over its groups of cost x repeats (layers, loop trips).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def _merge(a: tuple, b: tuple, scale: float = 1) -> tuple:
+    out = dict(a)
+    for key, value in b:
+        out[key] = out.get(key, 0) + value * scale
+    return tuple(out.items())
+
+
+@dataclass(frozen=True)
+class Cost:
+    flops: int = 0
+    padded_flops: int = 0
+    compute_s: float = 0.0
+    schedule_s: float = 0.0
+    time_s: float = 0.0
+    bytes: tuple[tuple[str, int], ...] = ()
+    memory_s: tuple[tuple[str, float], ...] = ()
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(
+            self.flops + other.flops, self.padded_flops + other.padded_flops, self.compute_s + other.compute_s,
+            self.schedule_s + other.schedule_s, self.time_s + other.time_s,
+            _merge(self.bytes, other.bytes), _merge(self.memory_s, other.memory_s),
+        )
+
+    def __mul__(self, k: int) -> "Cost":
+        return Cost(
+            self.flops * k, self.padded_flops * k, self.compute_s * k, self.schedule_s * k, self.time_s * k,
+            tuple((n, b * k) for n, b in self.bytes), tuple((n, s * k) for n, s in self.memory_s),
+        )
+
+    @property
+    def memory_bound_s(self) -> float:
+        return max((s for _, s in self.memory_s), default=0.0)
+
+    @property
+    def bottleneck(self) -> str:
+        parts = {"compute": self.compute_s, "memory": self.memory_bound_s, "schedule": self.schedule_s}
+        return max(parts, key=parts.get)
+
+    def bytes_at(self, level: str) -> int:
+        return dict(self.bytes).get(level, 0)
+
+
+def roofline_cost(flops: int, padded_flops: int, compute_s: float, bytes_: dict, memory_s: dict, busy_s: float, fixed_s: float) -> Cost:
+    """A Cost from its parts: `busy_s` is how long the units are busy (padding, quantization and
+    fill included), `fixed_s` the per-kernel fixed cost; the schedule time is what that adds
+    above max(compute_s, memory)."""
+    bound = max(compute_s, max(memory_s.values(), default=0.0))
+    time_s = max(busy_s, bound) + fixed_s
+    return Cost(flops, padded_flops, compute_s, time_s - bound, time_s, tuple(bytes_.items()), tuple(memory_s.items()))
+
+
+@dataclass(frozen=True)
+class GroupCost:
+    """One kernel (fused group) of the plan and the cost of one execution of it."""
+
+    group: int
+    kind: str
+    ops: tuple[str, ...]
+    scope: str
+    repeats: int
+    cost: Cost
+
+    def to_dict(self) -> dict:
+        c = self.cost
+        return {
+            "group": self.group, "kind": self.kind, "op": "+".join(self.ops), "scope": self.scope,
+            "repeats": self.repeats, "flops": c.flops, "padded_flops": c.padded_flops,
+            "bytes": dict(c.bytes), "compute_s": c.compute_s, "memory_s": dict(c.memory_s),
+            "schedule_s": c.schedule_s, "time_s": c.time_s, "bottleneck": c.bottleneck,
+        }
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A program's predicted cost on one target: per group, and totals (cost x repeats summed)."""
+
+    target: str
+    name: str
+    groups: tuple[GroupCost, ...]
+    notes: tuple[str, ...] = ()
+    peaks: dict = field(default_factory=dict)  # ceilings for a roofline: name -> value
+
+    @property
+    def total(self) -> Cost:
+        total = Cost()
+        for g in self.groups:
+            total = total + g.cost * g.repeats
+        return total
+
+    @property
+    def bottleneck_counts(self) -> dict[str, int]:
+        counts = {"compute": 0, "memory": 0, "schedule": 0}
+        for g in self.groups:
+            counts[g.cost.bottleneck] += g.repeats
+        return counts
+
+    def to_dict(self) -> dict:
+        total = self.total
+        return {
+            "target": self.target,
+            "name": self.name,
+            "total_time_s": total.time_s,
+            "compute_s": total.compute_s,
+            "memory_s": sum(g.cost.memory_bound_s * g.repeats for g in self.groups),
+            "memory_s_by_level": dict(total.memory_s),
+            "schedule_s": total.schedule_s,
+            "flops": total.flops,
+            "bytes": dict(total.bytes),
+            "bottleneck_counts": self.bottleneck_counts,
+            "kernels": sum(g.repeats for g in self.groups),
+            "notes": list(self.notes),
+            "ops": [g.to_dict() for g in self.groups],
+        }

@@ -1,0 +1,37 @@
+"""assign_groups: the unfused starting point, one group (one kernel) per op that does work.
+
+Views (reshape, broadcast, a transpose that only feeds contractions), constants, returns, calls and loops form no kernel, and neither
+does an op whose operands are all compile-time constants (an iota, the scalar arithmetic
+torch-mlir emits for Python floats): both XLA and Inductor fold those while compiling. An op the
+target cannot run (one the importer kept opaque, a custom_call) becomes a fallback group: it
+runs on the host, is reported, and is costed, never dropped.
+"""
+
+from __future__ import annotations
+
+from hardware_models.plan import Group, Plan, ValueGraph, is_fallback_op, is_kernel_op
+from hardware_models.target import Target
+from reference.ir import Module, category
+
+
+def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
+    graph = ValueGraph(plan.ops)
+    groups = []
+    fallbacks = []
+    constant: set[str] = set()
+    for p in plan.ops:
+        if p.op.short_name in ("constant", "iota") or (p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
+            constant.update(p.results)
+            continue
+        if not is_kernel_op(p, graph):
+            continue
+        if is_fallback_op(p):
+            kind = "fallback"
+            fallbacks.append(p.op.name)
+        elif category(p.op) == "contraction":
+            kind = "contraction"
+        else:
+            kind = "fusion"
+        groups.append(Group(len(groups), kind, (p.index,), p.instance, p.repeats))
+    notes = tuple(f"{name} is not supported on {target.name}: it falls back to the host" for name in sorted(set(fallbacks)))
+    return plan.with_(groups=tuple(groups), notes=plan.notes + notes)

@@ -1,0 +1,84 @@
+"""fuse_elementwise: merge each op into its producer's kernel where the target's compiler would.
+
+Producer-consumer fusion over one function instance, in program order. An op joins the group
+that produces its operands when:
+  - it is elementwise, a transcendental, data movement or a reduction (a contraction always
+    starts its own group: cuBLAS on a GPU, the MXU fusion on a TPU);
+  - the producing group is a fusion, or a contraction whose compiler fuses epilogues into it
+    (`FusionRules.epilogue_into_contraction`: XLA's output fusion on a TPU, not Inductor's
+    extern matmul on a GPU);
+  - a reduction joins a group with fewer than `max_reductions` reductions (Inductor keeps a
+    softmax's max and sum in one kernel; XLA on a TPU splits them);
+  - joining makes no cycle between groups (no other producer of the op depends on that group).
+Operands from several groups join the latest of them; the rest become the kernel's inputs.
+Values that leave a group are written to memory; the rest stay in registers or VMEM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hardware_models.plan import Group, Plan, ValueGraph
+from hardware_models.target import Target
+from reference.ir import Module, category
+
+
+@dataclass(frozen=True)
+class FusionRules:
+    name: str
+    epilogue_into_contraction: bool
+    max_reductions: int
+
+
+INDUCTOR = FusionRules("inductor-like", epilogue_into_contraction=False, max_reductions=4)
+XLA_TPU = FusionRules("xla-like", epilogue_into_contraction=True, max_reductions=1)
+
+
+def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRules = INDUCTOR) -> Plan:
+    """Merge the one-op groups of assign_groups; a plan already fused comes back unchanged."""
+    if any(len(g.members) > 1 for g in plan.groups):
+        return plan
+    graph = ValueGraph(plan.ops)
+    owner: dict[int, int] = {}  # op index -> merged group position
+    merged: list[dict] = []     # {"kind", "members", "instance", "repeats", "reductions", "deps"}
+
+    def reaches(start: int, goal: int) -> bool:
+        stack, seen = [start], set()
+        while stack:
+            g = stack.pop()
+            if g == goal:
+                return True
+            if g not in seen:
+                seen.add(g)
+                stack.extend(merged[g]["deps"])
+        return False
+
+    for group in plan.groups:
+        (index,) = group.members  # assign_groups makes one op per group
+        op = plan.ops[index].op
+        producers = {
+            owner[graph.producer[graph.root(v)]]
+            for v in plan.ops[index].operands
+            if graph.producer.get(graph.root(v)) in owner
+        }
+        is_reduction = category(op) == "reduction"
+        target_group = max(producers) if producers else None
+        if target_group is not None and group.kind == "fusion":
+            host = merged[target_group]
+            legal = (
+                host["kind"] == "fusion"
+                or (host["kind"] == "contraction" and rules.epilogue_into_contraction and not is_reduction)
+            )
+            legal = legal and not (is_reduction and host["reductions"] >= rules.max_reductions)
+            legal = legal and not any(reaches(p, target_group) for p in producers - {target_group})
+            if legal:
+                host["members"].append(index)
+                host["reductions"] += is_reduction
+                host["deps"] |= producers - {target_group}
+                owner[index] = target_group
+                continue
+        owner[index] = len(merged)
+        merged.append({"kind": group.kind, "members": [index], "instance": group.instance, "repeats": group.repeats,
+                       "reductions": int(is_reduction), "deps": set(producers)})
+    groups = tuple(Group(i, g["kind"], tuple(g["members"]), g["instance"], g["repeats"]) for i, g in enumerate(merged))
+    return plan if len(groups) == len(plan.groups) else plan.with_(groups=groups)

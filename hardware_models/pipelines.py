@@ -1,0 +1,74 @@
+"""Every target family's compiler pipeline and cost model, declared once.
+
+A pipeline is an ordered tuple of passes `verb(module, plan, target) -> Plan` (one module each
+in hardware_models/passes/); a family's cost model reads the finished plan. A new family
+(Cerebras, Groq, Spyre) adds one entry to each table, without changing the core.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from hardware_models.cost.gpu import gpu_group_cost
+from hardware_models.cost.tpu import tpu_group_cost
+from hardware_models.passes.assign_groups import assign_groups
+from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_TPU, fuse_elementwise
+from hardware_models.passes.pad_to_tiles import pad_to_tiles
+from hardware_models.passes.place_buffers import GPU_L2, TPU_VMEM, place_buffers
+from hardware_models.passes.resolve_dtypes import resolve_dtypes
+from hardware_models.plan import Plan, expand_workload
+from hardware_models.target import Target
+from reference.errors import UnknownName
+from reference.ir import Module
+
+PIPELINES = {
+    "gpu": (
+        resolve_dtypes,  # first because a type the target lacks is an error before any work
+        assign_groups,
+        partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
+        pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+        partial(place_buffers, level=GPU_L2),  # after pad_to_tiles because re-reads follow the reuse block
+    ),
+    "tpu": (
+        resolve_dtypes,
+        assign_groups,
+        partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+        pad_to_tiles,
+        partial(place_buffers, level=TPU_VMEM),
+    ),
+}
+
+COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost}
+
+
+def pass_name(step) -> str:
+    return step.func.__name__ if isinstance(step, partial) else step.__name__
+
+
+def compile_plan(module: Module, target: Target, stop_after: str | None = None) -> Plan:
+    """Run the target family's pipeline over the IR: the compiled result, as data.
+
+    Args:
+        module: the IR (from either side, or a StableHLO file).
+        target: a loaded target (`hardware_models.target.get_target`).
+        stop_after: the name of a pass to stop after (to inspect an intermediate plan).
+
+    Raises:
+        UnsupportedDtype: the program uses a floating type the target lacks.
+        UnknownName: an unknown pass name.
+    """
+    pipeline = PIPELINES[target.family]
+    names = [pass_name(step) for step in pipeline]
+    if stop_after is not None and stop_after not in names:
+        raise UnknownName("pass", stop_after, names)
+    ops, notes = expand_workload(module)
+    plan = Plan(target.name, ops, notes=notes)
+    for step, name in zip(pipeline, names):
+        started = time.perf_counter()
+        plan = step(module, plan, target)
+        plan = plan.with_(passes=plan.passes + ((name, len(plan.groups)),))
+        _ = time.perf_counter() - started  # kept out of the plan so that its output is deterministic
+        if name == stop_after:
+            break
+    return plan

@@ -1,0 +1,350 @@
+"""The mapping: what a target's compiler decided, kept as printable data (Timeloop's third part).
+
+A `Plan` starts from the workload (the IR's ops, with calls and loops expanded into how many
+times each op runs) and each pass in `hardware_models/pipelines.py` returns a new plan with
+more decisions filled in: which ops form one kernel (`Group`), how a contraction is tiled and
+padded (`Tiling`), and how many bytes each group moves at each memory level (`Placement`).
+Cost models read a finished plan and decide nothing.
+
+Values are named per expanded function instance: an op of the block that `main` calls at its
+third op is "main/2:block" and its value "%7" is "main/2:block%7", so every id is unique.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from reference.ir import Module, Op, TensorType, category
+from reference.ir.counters import contraction_flops, op_cost
+
+# Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
+# value underneath it (a broadcast bias is read at its own size).
+VIEWS = {"reshape", "broadcast_in_dim", "broadcast", "bitcast_convert", "optimization_barrier", "get_tuple_element", "tuple"}
+FREE = {"constant", "return", "call", "while"}
+FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Tiles of size b that cover a: the one place padding is computed."""
+    return -(-a // b)
+
+
+def round_up(a: int, b: int) -> int:
+    return ceil_div(a, b) * b
+
+
+@dataclass(frozen=True)
+class PlannedOp:
+    """One op of the workload as it executes: its instance, ids and how often it runs."""
+
+    index: int
+    op: Op
+    instance: str  # the expanded function instance ("main", "main/2:block")
+    repeats: int   # executions per run of the program (layers x loop trips)
+
+    def qualified(self, value: str) -> str:
+        return f"{self.instance}{value}"
+
+    @property
+    def results(self) -> tuple[str, ...]:
+        return tuple(self.qualified(v) for v in self.op.results)
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        return tuple(self.qualified(v) for v in self.op.operands)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Ops that run as one kernel (a GPU kernel, an XLA fusion): members are PlannedOp indices.
+
+    kind: "contraction" (a dot or convolution, with any fused epilogue), "fusion" (elementwise,
+    data movement and reductions) or "fallback" (an op the target cannot run: it runs on the
+    host and its operands cross the host link).
+    """
+
+    id: int
+    kind: str
+    members: tuple[int, ...]
+    instance: str
+    repeats: int
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """A contraction as a batched GEMM: C[b, m, n] = A[b, m, k] @ B[b, k, n] (implicit GEMM for a convolution)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+    dtype: str  # operand element type as the target runs it
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.batch * self.m * self.n * self.k
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """How one contraction is cut into tiles, and the padding that costs.
+
+    tile: (tm, tn, tk); padded: (mp, np, kp) = each extent rounded up to its tile (ceil_div, once);
+    units: tiles run in parallel (GPU: thread blocks; TPU: MXU folds); steps: how many rounds of
+    units the hardware takes (GPU: waves over SMs; TPU: folds per MXU); block: the on-chip reuse
+    block (bm, bn) that sets how often A and B are re-read from HBM.
+    """
+
+    shape: GemmShape
+    tile: tuple[int, int, int]
+    padded: tuple[int, int, int]
+    units: int
+    steps: int
+    block: tuple[int, int]
+    cycles_per_step: int = 0  # TPU: the systolic core's cycles per fold
+
+    @property
+    def padded_flops(self) -> int:
+        mp, np_, kp = self.padded
+        return 2 * self.shape.batch * mp * np_ * kp
+
+    @property
+    def padding_waste(self) -> float:
+        """Fraction of the padded FLOPs that land on padding."""
+        return 1 - self.shape.flops / self.padded_flops
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Bytes one execution of a group moves at each memory level, and what stayed on chip."""
+
+    bytes: tuple[tuple[str, int], ...]  # (level, bytes), outermost level first
+    resident_inputs: tuple[str, ...] = ()  # inputs read from an on-chip level, not HBM
+
+    def at(self, level: str) -> int:
+        return dict(self.bytes).get(level, 0)
+
+
+@dataclass(frozen=True)
+class Plan:
+    target: str
+    ops: tuple[PlannedOp, ...]
+    groups: tuple[Group, ...] = ()
+    tilings: dict[int, Tiling] = field(default_factory=dict)
+    placements: dict[int, Placement] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    passes: tuple[tuple[str, int], ...] = ()  # (pass name, groups after it)
+
+    def with_(self, **changes) -> "Plan":
+        return replace(self, **changes)
+
+    def group_ops(self, group: Group) -> list[PlannedOp]:
+        return [self.ops[i] for i in group.members]
+
+    def render(self) -> str:
+        """The plan as text: one line per group, then its tiling and bytes per level."""
+        lines = [f"plan for {self.target}: {len(self.groups)} groups from {len(self.ops)} ops"]
+        lines += [f"  pass {name}: {n} groups" for name, n in self.passes]
+        for g in self.groups:
+            ops = "+".join(self.ops[i].op.short_name for i in g.members)
+            lines.append(f"  g{g.id} {g.kind:11s} x{g.repeats:<4d} {ops}   [{scope_of(self, g)}]")
+            t = self.tilings.get(g.id)
+            if t:
+                s = t.shape
+                lines.append(
+                    f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile} padded {t.padded} "
+                    f"({t.padding_waste:.1%} waste), {t.units} units in {t.steps} steps, reuse block {t.block}"
+                )
+            p = self.placements.get(g.id)
+            if p:
+                moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)
+                lines.append(f"      bytes {moved}" + (f"; from on chip: {', '.join(p.resident_inputs)}" if p.resident_inputs else ""))
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "passes": [list(p) for p in self.passes],
+            "notes": list(self.notes),
+            "groups": [
+                {
+                    "id": g.id, "kind": g.kind, "repeats": g.repeats, "scope": scope_of(self, g),
+                    "ops": [self.ops[i].op.short_name for i in g.members],
+                    **({"tiling": _tiling_dict(self.tilings[g.id])} if g.id in self.tilings else {}),
+                    **({"bytes": dict(self.placements[g.id].bytes)} if g.id in self.placements else {}),
+                }
+                for g in self.groups
+            ],
+        }
+
+
+def _tiling_dict(t: Tiling) -> dict:
+    s = t.shape
+    return {"batch": s.batch, "m": s.m, "n": s.n, "k": s.k, "dtype": s.dtype, "tile": list(t.tile),
+            "padded": list(t.padded), "units": t.units, "steps": t.steps, "block": list(t.block),
+            "padding_waste": t.padding_waste}
+
+
+def scope_of(plan: Plan, group: Group) -> str:
+    """The framework scope of the group's first op that has one (the layer it came from)."""
+    for i in group.members:
+        origin = plan.ops[i].op.origin
+        if origin.scope or origin.source:
+            return origin.scope or origin.source
+    return group.instance
+
+
+# ---------------------------------------------------------------- the workload, expanded
+
+
+def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, ...]]:
+    """Every op as it executes: calls inlined per call site, loop bodies kept once with repeats.
+
+    Returns the ops and notes (loops whose trip count could not be read count once).
+    """
+    planned: list[PlannedOp] = []
+    notes: list[str] = []
+
+    def walk(ops, instance: str, repeats: int) -> None:
+        for position, op in enumerate(ops):
+            short = op.short_name
+            if short == "call":
+                planned.append(PlannedOp(len(planned), op, instance, repeats))
+                walk(module.function(op.callee).ops, f"{instance}/{position}:{op.callee}", repeats * (op.trip_count or 1))
+            elif short == "while":
+                planned.append(PlannedOp(len(planned), op, instance, repeats))
+                if op.trip_count is None:
+                    notes.append(f"a while loop in {instance} has no static trip count; its body counts once")
+                body = [o for region in op.regions for o in region.ops]
+                walk(body, f"{instance}/{position}:while", repeats * (op.trip_count or 1))
+            else:
+                planned.append(PlannedOp(len(planned), op, instance, repeats))
+
+    walk(module.main.ops, "main", 1)
+    return tuple(planned), tuple(notes)
+
+
+def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
+    """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
+    return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views
+
+
+def is_fallback_op(p: PlannedOp) -> bool:
+    return not p.op.known or p.op.short_name in FALLBACK_OPS or category(p.op) == "unknown"
+
+
+class ValueGraph:
+    """Producers, consumers, view aliases and sizes of every value in a plan's ops."""
+
+    def __init__(self, ops: tuple[PlannedOp, ...]):
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        self.alias: dict[str, str] = {}  # view result -> the value it views
+        self.types: dict[str, TensorType] = {}
+        self.splat: set[str] = set()
+        self.views_of: dict[str, list[str]] = {}
+        self.view_ops: set[int] = set()  # indices of ops that only alias (their reads are not reads)
+        for p in ops:
+            for value, typ in zip(p.results, p.op.result_types):
+                self.producer[value] = p.index
+                self.types[value] = typ
+            if p.op.short_name in VIEWS and p.operands:
+                self.view_ops.add(p.index)
+                for value in p.results:
+                    self.alias[value] = p.operands[0]
+                    self.views_of.setdefault(p.operands[0], []).append(value)
+            if p.op.short_name == "constant" and p.op.splat is not None:
+                self.splat.update(p.results)
+            for value, typ in zip(p.operands, p.op.operand_types):
+                self.types.setdefault(value, typ)
+                self.consumers.setdefault(value, []).append(p.index)
+            if p.op.short_name == "return":  # a returned value leaves its instance: written out
+                for value in p.operands:
+                    self.consumers.setdefault(value, []).append(-1)
+        # A transpose read only by contractions is a layout choice, not a copy: cuBLAS takes a
+        # transposed operand and XLA's layout assignment folds it into the dot.
+        self.layout_views: set[int] = set()
+        for p in ops:
+            if p.op.short_name == "transpose" and p.results:
+                users = self.users(p.results[0])
+                if users and all(u >= 0 and category(ops[u].op) == "contraction" for u in users):
+                    self.alias[p.results[0]] = p.operands[0]
+                    self.views_of.setdefault(p.operands[0], []).append(p.results[0])
+                    self.layout_views.add(p.index)
+                    self.view_ops.add(p.index)
+
+    def root(self, value: str) -> str:
+        while value in self.alias:
+            value = self.alias[value]
+        return value
+
+    def nbytes(self, value: str) -> int:
+        root = self.root(value)
+        typ = self.types[root]
+        if root in self.splat:
+            return typ.nbytes // max(typ.elements, 1)
+        return typ.nbytes
+
+    def users(self, value: str) -> list[int]:
+        """Ops that read the value, directly or through views (-1: returned)."""
+        out = [u for u in self.consumers.get(value, []) if u not in self.view_ops]
+        for view in self.views_of.get(value, []):
+            out += self.users(view)
+        return out
+
+
+def group_inputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
+    """Root values the group reads from outside itself (weights, activations), each once."""
+    members = set(group.members)
+    seen: dict[str, None] = {}
+    for p in plan.group_ops(group):
+        for value in p.operands:
+            root = graph.root(value)
+            if graph.producer.get(root) not in members:
+                seen.setdefault(root)
+    return list(seen)
+
+
+def group_outputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
+    """Values the group writes out: read by another group or returned."""
+    members = set(group.members)
+    out = []
+    for p in plan.group_ops(group):
+        for value in p.results:
+            if any(u == -1 or u not in members for u in graph.users(value)):
+                out.append(value)
+    return out
+
+
+def group_work(plan: Plan, module: Module, group: Group) -> tuple[int, int, int]:
+    """(FLOPs, transcendentals, op-boundary bytes) of one execution of the group."""
+    flops = trans = moved = 0
+    for p in plan.group_ops(group):
+        cost = op_cost(p.op, module)
+        flops, trans, moved = flops + cost.flops, trans + cost.transcendentals, moved + cost.bytes_accessed
+    return flops, trans, moved
+
+
+def gemm_shape(op: Op, runs_as: str) -> GemmShape:
+    """A dot_general or convolution as a batched GEMM (see GemmShape)."""
+    if op.short_name in ("dot_general", "dot"):
+        dims = op.attr("dot_dimension_numbers")
+        lhs, rhs = op.operand_types[0].shape, op.operand_types[1].shape
+        lb, lc = (dims.lhs_batch, dims.lhs_contracting) if dims else ((), (len(lhs) - 1,))
+        rb, rc = (dims.rhs_batch, dims.rhs_contracting) if dims else ((), (0,))
+        batch = math.prod(lhs[d] for d in lb)
+        k = math.prod(lhs[d] for d in lc)
+        m = math.prod(s for d, s in enumerate(lhs) if d not in lb and d not in lc)
+        n = math.prod(s for d, s in enumerate(rhs) if d not in rb and d not in rc)
+        return GemmShape(batch, m, n, k, runs_as)
+    dims = op.attr("dimension_numbers")
+    out, kernel = op.result_types[0].shape, op.operand_types[1].shape
+    groups = op.attr("feature_group_count") or 1
+    m = out[dims.output_batch] * math.prod(out[d] for d in dims.output_spatial)
+    n = out[dims.output_feature] // groups
+    k = kernel[dims.kernel_input_feature] * math.prod(kernel[d] for d in dims.kernel_spatial)
+    shape = GemmShape(groups, m, n, k, runs_as)
+    assert shape.flops == contraction_flops(op), "implicit GEMM must keep the convolution's FLOPs"
+    return shape

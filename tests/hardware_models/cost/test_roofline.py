@@ -1,0 +1,31 @@
+"""The roofline: one point per kernel, none above its ceilings, PNG and SVG written."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.cost.roofline import ceilings, plot_roofline, roofline_points
+from hardware_models.estimate import estimate
+from hardware_models.target import get_target
+from tests.hardware_models.programs import linear_gelu, softmax
+
+
+@pytest.mark.parametrize("target", ["h100", "tpu-v5e"])
+def test_points_sit_under_the_ceilings(target):
+    t = get_target(target)
+    est = estimate(linear_gelu(512, 1024, 2048), t)
+    compute, memory = ceilings(t)
+    points = roofline_points(est)
+    assert len(points) == len(est.groups)
+    for p in points:
+        assert p.attained_flop_per_s <= min(max(compute.values()), p.intensity * max(memory.values())) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg"])
+def test_plot_writes_the_file_and_marks_schedule_bound_kernels(tmp_path, suffix):
+    t = get_target("a100")
+    est = estimate(softmax(4, 8), t, "tiny softmax")
+    path = tmp_path / f"roof{suffix}"
+    points = plot_roofline(est, t, str(path))
+    assert path.stat().st_size > 1000
+    assert [p.bottleneck for p in points] == ["schedule"]

@@ -1,0 +1,45 @@
+"""The TPU model: MXU time is the systolic core's, epilogues ride on the VPU, the worked number holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.calibration import gemm_module
+from hardware_models.cost.systolic import systolic_gemm
+from hardware_models.estimate import estimate
+from hardware_models.target import get_target
+from tests.hardware_models.programs import linear_gelu
+
+
+def test_worked_number_v5e_bf16_8192_cube():
+    """tpu.py: 1024 folds per MXU x 8574 cycles / 1.5 GHz = 5.85 ms busy, 5.58 ms of compute."""
+    t = get_target("tpu-v5e")
+    cost = estimate(gemm_module(8192, 8192, 8192, "bf16"), t).groups[0].cost
+    assert cost.compute_s == pytest.approx(2 * 8192**3 / 197e12)
+    busy = 1024 * 8574 / 1.5e9
+    assert busy == pytest.approx(5.853e-3, rel=1e-3)
+    assert cost.time_s == pytest.approx(busy + t["schedule.launch_overhead_s"])
+    assert cost.bottleneck == "compute"
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 63, 65), (129, 150, 1), (65, 129, 63), (300, 257, 129)])
+def test_mxu_busy_time_is_the_systolic_cores_cycles_over_the_mxus(m, n, k):
+    t = get_target("tpu-v4")
+    est = estimate(gemm_module(m, n, k, "bf16"), t)
+    core = systolic_gemm(m, n, k, 128, 128, "ws")
+    mxus = 2 * 4
+    busy = -(-core.folds // mxus) * core.cycles_per_fold / t["chip.clock_hz"]
+    cost = est.groups[0].cost
+    assert cost.time_s == pytest.approx(max(busy, cost.memory_bound_s) + t["schedule.launch_overhead_s"])
+
+
+def test_decode_sized_matmul_is_not_compute_bound():
+    cost = estimate(gemm_module(1, 4096, 4096, "bf16"), get_target("tpu-v5e")).groups[0].cost
+    assert cost.bottleneck in ("memory", "schedule")
+
+
+def test_fused_epilogue_adds_vpu_work_to_the_mxu_kernel():
+    est = estimate(linear_gelu(512, 512, 512), get_target("tpu-v5e"))
+    (group,) = est.groups
+    assert group.ops == ("dot_general", "add", "logistic", "multiply")
+    assert group.cost.flops == 2 * 512**3 + 2 * 512 * 512

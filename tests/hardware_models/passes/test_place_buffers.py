@@ -1,0 +1,50 @@
+"""place_buffers: bytes per level by the formulas in its docstring, computed by hand here."""
+
+from __future__ import annotations
+
+import math
+
+from hardware_models.pipelines import compile_plan
+from hardware_models.target import get_target
+from tests.hardware_models.programs import elementwise, linear_gelu, softmax
+
+
+def _placements(module, target):
+    plan = compile_plan(module, get_target(target))
+    return plan, [plan.placements[g.id] for g in plan.groups]
+
+
+def test_fusion_moves_its_inputs_and_outputs_once():
+    _, (p,) = _placements(elementwise(1000, "f32"), "h100")
+    assert p.at("hbm") == 3 * 1000 * 4 == p.at("l2")
+
+
+def test_a_broadcast_bias_is_read_at_its_own_size_and_the_gemm_output_stays_in_l2():
+    m, n, k = 65, 129, 63
+    _, (dot, epilogue) = _placements(linear_gelu(m, n, k), "h100")
+    assert dot.at("hbm") == 2 * (m * k + k * n + m * n)
+    # epilogue: reads the GEMM output (from L2, made by the kernel just before) and the bias; writes y
+    assert epilogue.resident_inputs and epilogue.at("hbm") == 2 * (n + m * n)
+
+
+def test_tpu_keeps_nothing_across_fusions_and_counts_every_op_in_vmem():
+    _, (first, second) = _placements(softmax(8, 1000), "tpu-v5e")
+    assert first.resident_inputs == () and first.at("hbm") == 4 * (8000 + 8000) + 4
+    # reduce reads x (and its init), subtract reads x and the broadcast max, exp reads and writes
+    assert first.at("vmem") > first.at("hbm")
+
+
+def test_a_gemm_larger_than_l2_rereads_its_operands_per_reuse_block():
+    size = 16384
+    plan, (p,) = _placements(_gemm(size), "h100")
+    tiling = next(iter(plan.tilings.values()))
+    a = b = c = size * size * 2
+    bm, bn = tiling.block
+    assert p.at("hbm") == a * math.ceil(size / bn) + b * math.ceil(size / bm) + c
+    assert p.at("l2") == a * (size // tiling.tile[1]) + b * (size // tiling.tile[0]) + c
+
+
+def _gemm(size):
+    from hardware_models.calibration import gemm_module
+
+    return gemm_module(size, size, size, "bf16")

@@ -1,0 +1,69 @@
+"""Every catalogue entry, lowered by either side, compiles on every target family and is costed:
+the plan partitions the ops, contraction FLOPs are conserved, and a regional model's block
+kernels run once per layer."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import pytest
+
+from hardware_models.estimate import estimate
+from hardware_models.pipelines import compile_plan
+from hardware_models.plan import ValueGraph, is_kernel_op
+from hardware_models.target import get_target
+from reference.catalogue import CATALOGUE, KERNELS
+from reference.errors import UnsupportedDtype
+from reference.ir import dot_and_conv_flops
+from reference.ir.counters import all_ops
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
+
+TARGETS = ("h100", "tpu-v5e")
+
+
+@functools.cache
+def _lowered(name: str, side: str, dtype: str = "bfloat16"):
+    if side == "torch":
+        from pytorch_side.lower import lower_entry
+    else:
+        from jax_side.lower import lower_entry
+    return lower_entry(name, CATALOGUE[name].resolve({}), dtype).module
+
+
+@pytest.mark.parametrize("side", ["torch", "jax"])
+@pytest.mark.parametrize("name", [*KERNELS, "tiny"])
+def test_every_entry_compiles_and_conserves_contraction_flops(name, side):
+    module = _lowered(name, side)
+    f64_tensors = any(t.dtype == "f64" and t.elements > 1 for op in all_ops(module) for t in op.result_types)
+    for target_name in TARGETS:
+        target = get_target(target_name)
+        if f64_tensors and target.family == "tpu":  # torch-mlir's layernorm statistics
+            with pytest.raises(UnsupportedDtype, match=f"target {target_name} .*'f64'"):
+                compile_plan(module, target)
+            continue
+        plan = compile_plan(module, target)
+        graph = ValueGraph(plan.ops)
+        members = sorted(i for g in plan.groups for i in g.members)
+        assert members == sorted(set(members))  # no op in two kernels
+        folded = {p.index for p in plan.ops if is_kernel_op(p, graph)} - set(members)
+        assert all(not plan.ops[i].op.operand_types or plan.ops[i].op.short_name != "dot_general" for i in folded)
+        gemm_flops = sum(t.shape.flops * g.repeats for g in plan.groups for t in [plan.tilings.get(g.id)] if t)
+        assert gemm_flops == dot_and_conv_flops(module)
+        est = estimate(module, target, name, plan)
+        total = est.total
+        assert math.isfinite(total.time_s) and (total.time_s > 0) == bool(est.groups)  # a clone is no kernel
+        assert all(g.cost.time_s > 0 for g in est.groups)
+
+
+def test_a_regional_model_runs_its_block_kernels_once_per_layer():
+    from jax_side.lower import lower_regional
+
+    entry = CATALOGUE["llama-3.2-1b"]
+    shapes = entry.resolve({"seq": 16})
+    module = lower_regional("llama-3.2-1b", shapes, "bfloat16").module
+    est = estimate(module, get_target("h100"))
+    layers = shapes["layers"] if "layers" in shapes else 16
+    assert {g.repeats for g in est.groups} == {1, layers}
+    assert sum(g.cost.flops * g.repeats for g in est.groups) == est.total.flops
