@@ -43,6 +43,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/run_times.py
 	$(BIN)/python benchmarks/lowering_scale.py
 	$(BIN)/python benchmarks/systolic_speed.py
+	$(BIN)/python benchmarks/estimates.py
 
 clean:
 	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis

@@ -93,7 +93,8 @@ class Tiling:
     tile: (tm, tn, tk); padded: (mp, np, kp) = each extent rounded up to its tile (ceil_div, once);
     units: tiles run in parallel (GPU: thread blocks; TPU: MXU folds); steps: how many rounds of
     units the hardware takes (GPU: waves over SMs; TPU: folds per MXU); block: the on-chip reuse
-    block (bm, bn) that sets how often A and B are re-read from HBM.
+    block (bm, bn) that sets how often A and B are re-read from HBM. On a TPU one MXU is busy
+    steps * cycles_per_step + fill_cycles cycles.
     """
 
     shape: GemmShape
@@ -102,7 +103,8 @@ class Tiling:
     units: int
     steps: int
     block: tuple[int, int]
-    cycles_per_step: int = 0  # TPU: the systolic core's cycles per fold
+    cycles_per_step: int = 0  # TPU: cycles per fold with weights double-buffered
+    fill_cycles: int = 0      # TPU: the first weight load and the last fold's fill and drain
 
     @property
     def padded_flops(self) -> int:

@@ -30,7 +30,7 @@ TAGS = ("P", "S", "D", "U", "F")
 # Required (section, key) per family; any other key in a file is an error.
 SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     "gpu": {
-        "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm"),
+        "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm", "mma_m", "mma_k_bytes"),
         "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
         "memory": ("hbm_bytes", "hbm_bytes_per_s", "l2_bytes", "smem_bytes_per_sm", "register_bytes_per_sm"),
         "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
@@ -39,7 +39,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "tpu": {
         "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
-                 "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
+                 "vpu_sublanes", "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
         "peak": ("bf16_flop_per_s", "int8_op_per_s"),
         "memory": ("hbm_bytes", "hbm_bytes_per_s", "vmem_bytes_per_tensorcore", "vmem_bytes_per_s"),
         "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s"),

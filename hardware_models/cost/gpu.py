@@ -26,7 +26,7 @@ e against 1.11 ms of useful compute / e.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, roofline_cost
+from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -58,8 +58,7 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        host_s = placement.at("host") / target["interconnect.host_bytes_per_s"]
-        return roofline_cost(flops, flops, 0.0, dict(placement.bytes), {"host": host_s}, 0.0, launch_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], launch_s)
     memory_s = {"hbm": placement.at("hbm") / hbm_rate(target)}
     sfu_s = transcendentals / (target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"])
     if group.kind == "contraction":

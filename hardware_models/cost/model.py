@@ -69,6 +69,12 @@ def roofline_cost(flops: int, padded_flops: int, compute_s: float, bytes_: dict,
     return Cost(flops, padded_flops, compute_s, time_s - bound, time_s, tuple(bytes_.items()), tuple(memory_s.items()))
 
 
+def host_fallback_cost(flops: int, bytes_: dict, host_bytes_per_s: float, fixed_s: float) -> Cost:
+    """An op the target cannot run: its operands cross the host link and back,
+    time_s = host bytes / host_bytes_per_s + the fixed cost (the host's own compute is not modelled)."""
+    return roofline_cost(flops, flops, 0.0, bytes_, {"host": bytes_["host"] / host_bytes_per_s}, 0.0, fixed_s)
+
+
 @dataclass(frozen=True)
 class GroupCost:
     """One kernel (fused group) of the plan and the cost of one execution of it."""

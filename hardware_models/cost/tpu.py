@@ -9,21 +9,23 @@ the efficiencies are 1 unless a [fitted] table says otherwise):
     HBM, VMEM hbm_bytes_per_s, vmem_bytes_per_s (about 22x HBM, SB)
 Contraction (the MXU fusion, with any fused epilogue on the VPU):
     compute_s = FLOPs / peak
-    busy_s    = folds per MXU * cycles per fold / clock      (the systolic core, ws dataflow:
-                2R + C + M - 2 cycles a fold: weight load, fill, M streamed rows, drain)
+    busy_s    = (R + (folds per MXU - 1) * max(R, M) + M + R + C - 2) / clock   (the systolic core, ws
+                dataflow, with the next fold's weights loading while M rows stream:
+                systolic.double_buffered_cycles; SCALE-Sim's serial 2R + C + M - 2 per fold
+                would make every decode GEMV three times slower than its weight stream)
     time_s    = max(busy_s, epilogue VPU time, HBM time, VMEM time) + launch_overhead
 Fusion: compute_s = FLOPs / VPU rate + transcendentals / transcendental rate;
     time_s = max(compute_s, HBM time, VMEM time) + launch_overhead.
 Fallback: the host link, as on a GPU.
 
-Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds of 2*128 + 128 + 8192 - 2 =
-8574 cycles over 4 MXUs: 1024 * 8574 / 1.5e9 = 5.85 ms busy against 1.1e12 / 197e12 = 5.58 ms
-of compute: 95% utilization, the rest weight loading, fill and drain (schedule).
+Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1024 each:
+128 + 1024 * 8192 + 254 = 8,388,990 cycles / 1.5e9 = 5.593 ms busy against 1.1e12 / 197e12 =
+5.581 ms of compute (99.8%); the rest is the first weight load, fill and drain (schedule).
 """
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, roofline_cost
+from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -46,8 +48,7 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        host_s = placement.at("host") / target["interconnect.host_bytes_per_s"]
-        return roofline_cost(flops, flops, 0.0, dict(placement.bytes), {"host": host_s}, 0.0, launch_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], launch_s)
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
     memory_s = {
         "hbm": placement.at("hbm") / (target["memory.hbm_bytes_per_s"] * hbm_eff),
@@ -58,7 +59,7 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         tiling = plan.tilings[group.id]
         eff = target.get("fitted.gemm_efficiency", 1.0)
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
-        busy_s = tiling.steps * tiling.cycles_per_step / target["chip.clock_hz"] / eff
+        busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
         vector_s += (flops - tiling.shape.flops) / vpu_rate(target)
         return roofline_cost(flops, tiling.padded_flops + flops - tiling.shape.flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
     compute_s = flops / vpu_rate(target) + vector_s

@@ -30,6 +30,8 @@ class FusionRules:
     max_reductions: int
 
 
+# Compiler behaviour, not hardware: Inductor keeps a softmax or a norm (2-3 reductions over one
+# row) in one kernel; XLA's TPU fusion takes one reduction each.
 INDUCTOR = FusionRules("inductor-like", epilogue_into_contraction=False, max_reductions=4)
 XLA_TPU = FusionRules("xla-like", epilogue_into_contraction=True, max_reductions=1)
 

@@ -16,6 +16,8 @@ The on-chip level is L2 on a GPU and VMEM on a TPU:
     TPU VMEM contraction: A * (np / C) + B + the rest (A re-streamed per column of arrays);
              fusion: every member op's operands and results (each op reads and writes VMEM).
              XLA writes every fusion's outputs back to HBM, so nothing stays across groups.
+Capacity: when the program's arguments (weights, inputs, a KV cache; a block's weights once per
+layer) exceed HBM, the plan says so: one chip cannot hold the model, and the time assumes it did.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 from hardware_models.plan import Placement, Plan, ValueGraph, ceil_div, group_inputs, group_outputs, group_work
 from hardware_models.target import Target
-from reference.ir import Module
+from reference.ir import Module, module_stats
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,10 @@ class OnChipLevel:
     capacity_key: str
     keeps_producer_output: bool
 
+
+# An assumption, not a measured figure: the share of the on-chip level a producer's output may
+# fill and still be there for the next kernel (the rest is other traffic's).
+RESIDENT_FRACTION = 0.5
 
 GPU_L2 = OnChipLevel("l2", "memory.l2_bytes", keeps_producer_output=True)
 TPU_VMEM = OnChipLevel("vmem", "memory.vmem_bytes_per_tensorcore", keeps_producer_output=False)
@@ -52,7 +58,7 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
         resident = tuple(
             v for v in inputs
             if level.keeps_producer_output and group.kind != "fallback" and produced_by.get(v) == group.id - 1
-            and graph.nbytes(v) <= target[level.capacity_key] / 2
+            and graph.nbytes(v) <= target[level.capacity_key] * RESIDENT_FRACTION
         )
         in_bytes = {v: graph.nbytes(v) for v in inputs}
         if group.kind == "fallback":
@@ -79,4 +85,9 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
             if level.name != "l2":
                 on_chip = max(on_chip, group_work(plan, module, group)[2])
         placements[group.id] = Placement((("hbm", hbm), (level.name, on_chip)), resident)
-    return plan.with_(placements=placements)
+    notes = plan.notes
+    resident_bytes = module_stats(module, tuple(range(len(module.main.args)))).param_bytes
+    if resident_bytes > target["memory.hbm_bytes"]:
+        notes += (f"the arguments need {resident_bytes / 1e9:.1f} GB, more than {target.name}'s "
+                  f"{target['memory.hbm_bytes'] / 1e9:.0f} GB of HBM: one chip cannot hold them",)
+    return plan.with_(placements=placements, notes=notes)

@@ -48,6 +48,7 @@ mxus_per_tensorcore = { value = 4, source = "P GCP" }
 mxu_rows = { value = 128, source = "P SB" }
 mxu_cols = { value = 128, source = "P SB" }
 clock_hz = { value = 1.5e9, source = "P SB" }
+vpu_sublanes = { value = 8, source = "P tpu_info" }
 vector_alus_per_tensorcore = { value = 2048, source = "U" }
 transcendentals_per_cycle_per_tensorcore = { value = 1024, source = "U" }
 [peak]

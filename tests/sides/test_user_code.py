@@ -23,3 +23,33 @@ def test_a_user_module_and_function_are_compared_against_a_user_reference():
     assert result.ok
     wrong = compare_outputs("tanh", "float32", (np.sin(x.astype(np.float64)),), {"torch": torch_out})
     assert not wrong.ok
+
+
+def test_a_user_function_and_module_are_costed_on_any_target():
+    """The README's Python API example: lower your own code, compile it for a target, estimate."""
+    import jax
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from hardware_models.estimate import estimate
+    from hardware_models.pipelines import compile_plan
+    from hardware_models.target import get_target
+    from jax_side.lower import lower_function
+    from pytorch_side.lower import lower_module
+
+    ffn = lambda x, w1, w2: jax.nn.gelu(x @ w1) @ w2  # noqa: E731
+    bf16 = lambda *shape: jax.ShapeDtypeStruct(shape, jax.numpy.bfloat16)  # noqa: E731
+    lowering = lower_function(ffn, bf16(256, 512), bf16(512, 2048), bf16(2048, 512))
+    tpu = get_target("tpu-v5e").with_overrides({"schedule.launch_overhead_s": 1e-6})
+    plan = compile_plan(lowering.module, tpu)
+    result = estimate(lowering.module, tpu, "ffn", plan)
+    assert [g.kind for g in result.groups] == ["contraction", "contraction"]  # gelu fused into the first
+    assert result.total.flops >= 2 * 2 * 256 * 512 * 2048
+
+    with FakeTensorMode():  # built with its dtype: `.to(dtype)` under fake mode fails
+        module = torch.nn.Sequential(
+            torch.nn.Linear(512, 2048, dtype=torch.bfloat16), torch.nn.GELU(), torch.nn.Linear(2048, 512, dtype=torch.bfloat16)
+        )
+        torch_lowering = lower_module(module, torch.empty(256, 512, dtype=torch.bfloat16))
+    torch_result = estimate(torch_lowering.module, get_target("h100"))
+    assert sum(g.kind == "contraction" for g in torch_result.groups) == 2
