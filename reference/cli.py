@@ -362,20 +362,22 @@ def _render_estimate(result) -> None:
     data = result.to_dict()
     levels = list(data["bytes"])
     table = Table(title=escape(f"{data['name']} on {data['target']}"))
-    for col in ("group", "kind", "op", "x", "FLOPs", *(f"{lv} bytes" for lv in levels), "time", "bound"):
+    for col in ("group", "kind", "op", "x", "FLOPs", *(f"{lv} bytes" for lv in levels), "time", "util", "bound"):
         table.add_column(col, overflow="fold")
     for row in data["ops"]:
         op = row["op"] if len(row["op"]) <= 48 else row["op"][:45] + "..."
         table.add_row(
             str(row["group"]), row["kind"], escape(op), str(row["repeats"]), f"{row['flops']:.3g}",
-            *(f"{row['bytes'].get(lv, 0):.3g}" for lv in levels), f"{row['time_s'] * 1e6:.2f} us", row["bottleneck"],
+            *(f"{row['bytes'].get(lv, 0):.3g}" for lv in levels), f"{row['time_s'] * 1e6:.2f} us",
+            f"{row['utilization']:.0%}", row["bottleneck"],
         )
     console = Console(width=150)
     console.print(table)
     by_level = ", ".join(f"{lv} {b / 1e9:.3f} GB" for lv, b in data["bytes"].items())
     console.print(
         f"total {data['total_time_s'] * 1e3:.4f} ms over {data['kernels']} kernels: compute {data['compute_s'] * 1e3:.4f} ms, "
-        f"memory {data['memory_s'] * 1e3:.4f} ms, schedule {data['schedule_s'] * 1e3:.4f} ms; {data['flops']:.4g} FLOPs; {by_level}"
+        f"memory {data['memory_s'] * 1e3:.4f} ms, schedule {data['schedule_s'] * 1e3:.4f} ms; {data['flops']:.4g} FLOPs; {by_level}; "
+        f"utilization {data['utilization']:.1%}"
     )
     console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
     for note in data["notes"]:

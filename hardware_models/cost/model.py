@@ -8,8 +8,9 @@ split three ways:
     schedule_s  everything above the roofline bound max(compute_s, max(memory_s)): launch and
                 per-kernel fixed cost, pipeline fill and drain, padding and wave quantization
     time_s      = max(compute_s, max(memory_s)) + schedule_s
-The bottleneck is the largest of compute_s, max(memory_s) and schedule_s. A program's cost is
-the sum over its groups of cost x repeats (layers, loop trips).
+The bottleneck is the largest of compute_s, max(memory_s) and schedule_s; utilization is
+compute_s / time_s. A program's cost is the sum over its groups of cost x repeats (layers,
+loop trips).
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ class Cost:
     def bytes_at(self, level: str) -> int:
         return dict(self.bytes).get(level, 0)
 
+    @property
+    def utilization(self) -> float:
+        """compute_s / time_s: the share of the time the units do useful work at their sustained rate."""
+        return self.compute_s / self.time_s if self.time_s else 0.0
+
 
 def roofline_cost(flops: int, padded_flops: int, compute_s: float, bytes_: dict, memory_s: dict, busy_s: float, fixed_s: float) -> Cost:
     """A Cost from its parts: `busy_s` is how long the units are busy (padding, quantization and
@@ -92,7 +98,7 @@ class GroupCost:
             "group": self.group, "kind": self.kind, "op": "+".join(self.ops), "scope": self.scope,
             "repeats": self.repeats, "flops": c.flops, "padded_flops": c.padded_flops,
             "bytes": dict(c.bytes), "compute_s": c.compute_s, "memory_s": dict(c.memory_s),
-            "schedule_s": c.schedule_s, "time_s": c.time_s, "bottleneck": c.bottleneck,
+            "schedule_s": c.schedule_s, "time_s": c.time_s, "bottleneck": c.bottleneck, "utilization": c.utilization,
         }
 
 
@@ -134,6 +140,7 @@ class Estimate:
             "bytes": dict(total.bytes),
             "bottleneck_counts": self.bottleneck_counts,
             "kernels": sum(g.repeats for g in self.groups),
+            "utilization": total.utilization,
             "notes": list(self.notes),
             "ops": [g.to_dict() for g in self.groups],
         }

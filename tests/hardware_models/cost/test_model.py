@@ -35,4 +35,5 @@ def test_program_total_is_the_sum_of_its_kernels(module, target):
         c = g.cost
         assert c.time_s == pytest.approx(max(c.compute_s, c.memory_bound_s) + c.schedule_s)
         assert c.schedule_s > 0  # every kernel pays at least its fixed cost
+        assert 0 < c.utilization < 1 and c.utilization == pytest.approx(c.compute_s / c.time_s)
     assert sum(data["bottleneck_counts"].values()) == data["kernels"]
