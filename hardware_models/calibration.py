@@ -1,8 +1,9 @@
 """Calibration: the measured kernels the GPU models are fitted to, and the fits.
 
-hardware_models/kernels.csv is a verbatim copy of the GPU rows of
+hardware_models/kernels.csv is a verbatim copy of the GPU and Spyre rows of
 ../shared/calibration/kernels.csv (same ids; a test checks the copy where the shared file
-exists). Each fitted value in a target file cites its row ("F G23"), and `refit` recomputes it:
+exists). Each fitted value in a target file cites its row ("F G23"), and `refit` recomputes it.
+Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per core). GPUs:
 
     hbm_efficiency    = STREAM triad bandwidth / hbm_bytes_per_s                         (G30, G31, G32)
     launch_overhead_s = t(fp32 add, N = 65,536) - 3 * 4 * N / (hbm_bytes_per_s * hbm_efficiency)
@@ -20,7 +21,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from reference.ir.graph import DotDims, Function, Module, Op, TensorType
+from reference.ir.graph import Block, DotDims, Function, Module, Op, TensorType
 
 KERNELS_CSV = Path(__file__).with_name("kernels.csv")
 
@@ -31,14 +32,16 @@ class Row:
 
     id: str
     target: str
-    workload: str  # "gemm", "triad", "add"
-    size: int      # M = N = K for a GEMM, elements for a stream
+    workload: str  # "gemm", "bmm<B>", "triad", "add", "negate", "reduce", "transpose"
+    size: int      # M = N = K for a GEMM, elements for a stream, the side of a square matrix
     dtype: str
     measured: float
-    unit: str      # "flop_per_s", "bytes_per_s" or "s"
+    unit: str      # "flop_per_s", "bytes_per_s", "s" or "mac_per_s_per_core"
 
 
 # Which workload each row measured (its "model" and "precision" columns, read once by hand).
+# Spyre's rows give no sizes; the ones here are large enough to be compute-dominant (matmuls)
+# or streaming-dominant (the rest), as the rows were fitted.
 ROWS = (
     Row("G23", "h100", "gemm", 8192, "f8E4M3FN", 1290.1e12, "flop_per_s"),
     Row("G24", "h100", "gemm", 16384, "f8E4M3FN", 1377.3e12, "flop_per_s"),
@@ -52,7 +55,19 @@ ROWS = (
     Row("G32", "a100", "triad", 2**28, "f32", 1.70e12, "bytes_per_s"),
     Row("G41", "h100", "add", 1024**3, "f32", 4.1e-3, "s"),
     Row("G41", "h100", "add", 65536, "f32", 1.5e-6, "s"),  # the row's note: "N=65,536 measured ~1.5 us"
+    Row("S01", "spyre", "reduce", 4096, "f16", 150e9, "bytes_per_s"),
+    Row("S02", "spyre", "negate", 4096, "f16", 105e9, "bytes_per_s"),
+    Row("S03", "spyre", "gemm", 4096, "f16", 1140e9, "mac_per_s_per_core"),
+    Row("S04", "spyre", "bmm8", 2048, "f16", 160e9, "mac_per_s_per_core"),
+    Row("S05", "spyre", "bmm2", 2048, "f16", 705e9, "mac_per_s_per_core"),
+    Row("S06", "spyre", "transpose", 4096, "f16", 116e9, "bytes_per_s"),
 )
+# Which fitted key each Spyre row sets, in the row's own unit (bytes/s or MAC/s per core).
+SPYRE_FITS = {
+    "S01": "fitted.lpddr5_one_way_bytes_per_s", "S02": "fitted.lpddr5_read_write_bytes_per_s",
+    "S03": "fitted.matmul_mac_per_s_per_core", "S04": "fitted.bmm_mac_per_s_per_core",
+    "S05": "fitted.bmm_small_batch_mac_per_s_per_core", "S06": "fitted.restickify_bytes_per_s",
+}
 # Rows the GPU models cannot check yet: NCCL all-reduce needs the multi-chip model.
 NOT_MODELED = ("G33", "G34", "G35")
 
@@ -86,10 +101,53 @@ def stream_module(kind: str, n: int, dtype: str) -> Module:
     return Module((Function("main", args, (v,), tuple(ops)),))
 
 
+def bmm_module(batch: int, size: int, dtype: str) -> Module:
+    """C[b, s, s] = A[b, s, s] @ B[b, s, s]."""
+    t = TensorType((batch, size, size), dtype)
+    dims = DotDims((0,), (0,), (2,), (1,))
+    dot = Op("stablehlo.dot_general", ("%0",), (t,), ("%a", "%b"), (t, t), (("dot_dimension_numbers", dims),))
+    return Module((Function("main", (("%a", t), ("%b", t)), (t,), (dot, Op("func.return", (), (), ("%0",), (t,)))),))
+
+
+def matrix_module(kind: str, size: int, dtype: str) -> Module:
+    """negate (one read, one write), reduce (row sums: read only, a small write) or transpose."""
+    x = TensorType((size, size), dtype)
+    if kind == "reduce":
+        r, s = TensorType((size,), dtype), TensorType((), dtype)
+        body = Op("stablehlo.add", ("%s",), (s,), ("%p", "%q"), (s, s))
+        region = Block((("%p", s), ("%q", s)), (body, Op("stablehlo.return", (), (), ("%s",), (s,))))
+        zero = Op("stablehlo.constant", ("%z",), (s,), (), (), (("value", ("splat", 0.0)),))
+        ops = (zero, Op("stablehlo.reduce", ("%0",), (r,), ("%x", "%z"), (x, s), (("dimensions", (1,)),), (region,)))
+        out = r
+    else:
+        name = "stablehlo.negate" if kind == "negate" else "stablehlo.transpose"
+        attrs = (("permutation", (1, 0)),) if kind == "transpose" else ()
+        ops, out = (Op(name, ("%0",), (x,), ("%x",), (x,), attrs),), x
+    return Module((Function("main", (("%x", x),), (out,), (*ops, Op("func.return", (), (), ("%0",), (out,)))),))
+
+
 def row_module(row: Row) -> Module:
     if row.workload == "gemm":
         return gemm_module(row.size, row.size, row.size, row.dtype)
+    if row.workload.startswith("bmm"):
+        return bmm_module(int(row.workload[3:]), row.size, row.dtype)
+    if row.workload in ("negate", "reduce", "transpose"):
+        return matrix_module(row.workload, row.size, row.dtype)
     return stream_module(row.workload, row.size, row.dtype)
+
+
+def row_amount(row: Row, target) -> float:
+    """What the row's figure counts, per run: FLOPs, bytes, MACs per core, or 1 for a time."""
+    element = 4 if row.dtype == "f32" else 2
+    if row.workload in ("triad", "add"):
+        return 3 * row.size * element
+    if row.workload in ("negate", "transpose"):
+        return 2 * row.size**2 * element  # read and write: the rows count both
+    if row.workload == "reduce":
+        return row.size**2 * element  # the read; the row-sum output is 1/size of it
+    batch = int(row.workload[3:]) if row.workload.startswith("bmm") else 1
+    flops = 2 * batch * row.size**3
+    return flops / 2 / target["chip.cores"] if row.unit == "mac_per_s_per_core" else flops
 
 
 def predict(row: Row, target) -> float:
@@ -97,19 +155,11 @@ def predict(row: Row, target) -> float:
     from hardware_models.estimate import estimate
 
     time_s = estimate(row_module(row), target).total.time_s
-    if row.unit == "flop_per_s":
-        return 2 * row.size**3 / time_s
-    if row.unit == "bytes_per_s":
-        return 3 * row.size * 4 / time_s
-    return time_s
+    return time_s if row.unit == "s" else row_amount(row, target) / time_s
 
 
-def measured_time_s(row: Row) -> float:
-    if row.unit == "flop_per_s":
-        return 2 * row.size**3 / row.measured
-    if row.unit == "bytes_per_s":
-        return 3 * row.size * 4 / row.measured
-    return row.measured
+def measured_time_s(row: Row, target) -> float:
+    return row.measured if row.unit == "s" else row_amount(row, target) / row.measured
 
 
 def refit(target) -> dict[str, float]:
@@ -119,7 +169,7 @@ def refit(target) -> dict[str, float]:
 
     cited = {key: q.calibration_row for key, q in target.quantities.items() if q.calibration_row}
     rows = {(r.id, r.target): r for r in ROWS}
-    out = {}
+    out = {key: rows[(row, target.name)].measured for key, row in cited.items() if SPYRE_FITS.get(row) == key}
     if "fitted.hbm_efficiency" in cited:
         row = rows[(cited["fitted.hbm_efficiency"], target.name)]
         out["fitted.hbm_efficiency"] = row.measured / target["memory.hbm_bytes_per_s"]
@@ -133,7 +183,7 @@ def refit(target) -> dict[str, float]:
         launch = out.get("schedule.launch_overhead_s", target["schedule.launch_overhead_s"])
         busy = estimate(row_module(row), at_one).total
         busy_s = busy.time_s - target["schedule.launch_overhead_s"]
-        out["fitted.gemm_efficiency"] = busy_s / (measured_time_s(row) - launch)
+        out["fitted.gemm_efficiency"] = busy_s / (measured_time_s(row, target) - launch)
     return out
 
 

@@ -10,12 +10,17 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.cost.gpu import gpu_group_cost
+from hardware_models.cost.spyre import spyre_group_cost
 from hardware_models.cost.tpu import tpu_group_cost
 from hardware_models.passes.assign_groups import assign_groups
+from hardware_models.passes.divide_work import divide_work
 from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_TPU, fuse_elementwise
+from hardware_models.passes.insert_restickify import insert_restickify
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import GPU_L2, TPU_VMEM, place_buffers
+from hardware_models.passes.plan_scratchpad import plan_scratchpad
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
+from hardware_models.passes.stickify import stickify
 from hardware_models.plan import Plan, expand_workload
 from hardware_models.target import Target
 from reference.errors import UnknownName
@@ -36,9 +41,19 @@ PIPELINES = {
         pad_to_tiles,
         partial(place_buffers, level=TPU_VMEM),
     ),
+    "spyre": (
+        resolve_dtypes,
+        assign_groups,
+        partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
+        stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
+        insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
+        pad_to_tiles,  # 8-row passes, n and k to whole sticks
+        divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
+        plan_scratchpad,  # last because it needs every kernel's layouts, restickifies and core count
+    ),
 }
 
-COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost}
+COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost, "spyre": spyre_group_cost}
 
 
 def pass_name(step) -> str:

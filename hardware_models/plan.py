@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from reference.ir import Module, Op, TensorType, category
+from reference.ir import Module, Op, TensorType, category, module_stats
 from reference.ir.counters import contraction_flops, op_cost
 
 # Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
@@ -123,9 +123,61 @@ class Placement:
 
     bytes: tuple[tuple[str, int], ...]  # (level, bytes), outermost level first
     resident_inputs: tuple[str, ...] = ()  # inputs read from an on-chip level, not HBM
+    split: tuple[tuple[str, int], ...] = ()  # finer accounts where a cost model needs them (read, write, restickify)
 
     def at(self, level: str) -> int:
         return dict(self.bytes).get(level, 0)
+
+
+@dataclass(frozen=True)
+class StickLayout:
+    """A tensor on a stick-based device (Spyre): the stick dimension padded to whole sticks.
+
+    The stick dimension's extent is rounded up to whole sticks here, once (ceil_div), and every
+    byte count reads `sticks` and `padded_bytes`: fp16 (65,) occupies 2 sticks of 64.
+    """
+
+    shape: tuple[int, ...]
+    stick_dim: int
+    elements_per_stick: int
+    stick_bytes: int
+
+    @property
+    def sticks_along(self) -> int:
+        return ceil_div(self.shape[self.stick_dim], self.elements_per_stick) if self.shape else 1
+
+    @property
+    def sticks(self) -> int:
+        outer = math.prod(s for d, s in enumerate(self.shape) if d != self.stick_dim)
+        return outer * self.sticks_along
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        """(other dims..., sticks along the stick dim, elements per stick); the device's order of
+        the outer dims is not modelled, their product is."""
+        outer = tuple(s for d, s in enumerate(self.shape) if d != self.stick_dim)
+        return (*outer, self.sticks_along, self.elements_per_stick)
+
+    @property
+    def padded_bytes(self) -> int:
+        return self.sticks * self.stick_bytes
+
+
+@dataclass(frozen=True)
+class WorkDivision:
+    """A kernel's work split over cores: `units` (row passes x output sticks) over `cores`."""
+
+    units: int
+    cores: int
+
+    @property
+    def per_core(self) -> int:
+        return ceil_div(self.units, self.cores)
+
+    @property
+    def balance(self) -> float:
+        """units / (cores x per_core): below 1 when the last round leaves cores idle."""
+        return self.units / (self.cores * self.per_core)
 
 
 @dataclass(frozen=True)
@@ -135,6 +187,9 @@ class Plan:
     groups: tuple[Group, ...] = ()
     tilings: dict[int, Tiling] = field(default_factory=dict)
     placements: dict[int, Placement] = field(default_factory=dict)
+    layouts: dict[str, StickLayout] = field(default_factory=dict)
+    restickify: tuple[tuple[int, str], ...] = ()  # (group, value) re-laid out before the group
+    divisions: dict[int, WorkDivision] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     passes: tuple[tuple[str, int], ...] = ()  # (pass name, groups after it)
 
@@ -158,6 +213,12 @@ class Plan:
                     f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile} padded {t.padded} "
                     f"({t.padding_waste:.1%} waste), {t.units} units in {t.steps} steps, reuse block {t.block}"
                 )
+            d = self.divisions.get(g.id)
+            if d:
+                lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")
+            for group_id, value in self.restickify:
+                if group_id == g.id:
+                    lines.append(f"      restickify {value} to the layout this kernel reads")
             p = self.placements.get(g.id)
             if p:
                 moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)
@@ -350,3 +411,13 @@ def gemm_shape(op: Op, runs_as: str) -> GemmShape:
     shape = GemmShape(groups, m, n, k, runs_as)
     assert shape.flops == contraction_flops(op), "implicit GEMM must keep the convolution's FLOPs"
     return shape
+
+
+def capacity_notes(module: Module, target) -> tuple[str, ...]:
+    """A note when the program's arguments (weights, inputs, KV cache; a block's weights once per
+    layer) exceed the chip's main memory: the estimate then assumes a chip that held them."""
+    needed = module_stats(module, tuple(range(len(module.main.args)))).param_bytes
+    if needed <= target.main_memory_bytes:
+        return ()
+    return (f"the arguments need {needed / 1e9:.1f} GB, more than {target.name}'s "
+            f"{target.main_memory_bytes / 1e9:.0f} GB of main memory: one chip cannot hold them",)

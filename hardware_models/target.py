@@ -45,11 +45,28 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s"),
         "schedule": ("launch_overhead_s",),
     },
+    "spyre": {
+        "chip": ("cores", "corelets_per_core", "pe_rows", "pe_cols", "stick_bytes", "matmul_row_pass", "vector_ops_per_s_per_core"),
+        "peak": ("fp16_mac_per_s_per_core",),
+        "memory": ("lpddr5_bytes", "lpddr5_bytes_per_s", "lx_bytes_per_core", "lx_usable_bytes_per_core"),
+        "interconnect": ("host_bytes_per_s",),
+        "schedule": ("launch_overhead_s",),
+        "fitted": ("matmul_mac_per_s_per_core", "bmm_mac_per_s_per_core", "bmm_small_batch_mac_per_s_per_core",
+                   "lpddr5_one_way_bytes_per_s", "lpddr5_read_write_bytes_per_s", "restickify_bytes_per_s"),
+    },
 }
+# Per family: the 16-bit peak (FLOP/s) and the main memory (capacity key, bandwidth key) that
+# `landscape targets` and the ridge point read; a function where the peak is a product of keys.
+PEAK_16BIT = {
+    "gpu": lambda t: t["peak.bf16_flop_per_s"],
+    "tpu": lambda t: t["peak.bf16_flop_per_s"],
+    "spyre": lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
+}
+MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5"}
 # Element types by MLIR name; only floating types are checked against [dtypes] (integers are
 # indices and masks that every target handles).
 FLOAT_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2")
-OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}}
+OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 
 
@@ -126,17 +143,22 @@ class Target:
         return replace(self, quantities=quantities)
 
     @property
-    def peak_bf16_flop_per_s(self) -> float:
-        return self["peak.bf16_flop_per_s"]
+    def peak_16bit_flop_per_s(self) -> float:
+        """The dense bf16 (fp16 on Spyre) peak."""
+        return PEAK_16BIT[self.family](self)
 
     @property
-    def hbm_bytes_per_s(self) -> float:
-        return self["memory.hbm_bytes_per_s"]
+    def main_memory_bytes(self) -> float:
+        return self[f"{MAIN_MEMORY[self.family]}_bytes"]
+
+    @property
+    def main_memory_bytes_per_s(self) -> float:
+        return self[f"{MAIN_MEMORY[self.family]}_bytes_per_s"]
 
     @property
     def ridge_flop_per_byte(self) -> float:
-        """Arithmetic intensity where the bf16 roofline turns from memory to compute bound."""
-        return self.peak_bf16_flop_per_s / self.hbm_bytes_per_s
+        """Arithmetic intensity where the 16-bit roofline turns from memory to compute bound."""
+        return self.peak_16bit_flop_per_s / self.main_memory_bytes_per_s
 
     def to_dict(self) -> dict:
         return {

@@ -240,7 +240,7 @@ def diff(name, shapes, dtype, flat, as_json) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every quantity with its source.")
 def targets(as_json: bool) -> None:
-    """List the hardware targets: family, bf16 peak, memory bandwidth, ridge point."""
+    """List the hardware targets: family, 16-bit peak, main memory and its bandwidth, ridge point."""
     from hardware_models.target import load_targets
 
     loaded = load_targets()
@@ -252,12 +252,12 @@ def targets(as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="Landscape targets")
-    for col in ("name", "family", "description", "bf16 peak", "HBM bandwidth", "HBM", "ridge (FLOP/B)"):
+    for col in ("name", "family", "description", "16-bit peak", "memory bandwidth", "memory", "ridge (FLOP/B)"):
         table.add_column(col)
     for t in loaded.values():
         table.add_row(
-            escape(t.name), t.family, escape(t.description), f"{t.peak_bf16_flop_per_s / 1e12:.0f} TFLOP/s",
-            f"{t.hbm_bytes_per_s / 1e12:.2f} TB/s", f"{t['memory.hbm_bytes'] / 1e9:.0f} GB", f"{t.ridge_flop_per_byte:.0f}",
+            escape(t.name), t.family, escape(t.description), f"{t.peak_16bit_flop_per_s / 1e12:.0f} TFLOP/s",
+            f"{t.main_memory_bytes_per_s / 1e12:.2f} TB/s", f"{t.main_memory_bytes / 1e9:.0f} GB", f"{t.ridge_flop_per_byte:.0f}",
         )
     Console(width=140).print(table)
 

@@ -18,6 +18,9 @@ TPU (weight-stationary MXU folds, the systolic core in hardware_models/cost/syst
     A, B and C fit in half of VMEM (the other half double-buffers), else the largest square
     output block (bm = bn, whole arrays) whose A and B panels of depth 512 (two buffers each)
     and f32 accumulator fit in VMEM.
+Spyre (8 x 8 corelets fed in sticks):
+    m pads to 8-row passes (chip.matmul_row_pass), n and k to whole sticks (B's k zero-filled);
+    units = b * (mp / 8) * (np / stick) over the cores, steps = ceil(units / cores).
 Worked number: an H100 bf16 GEMM m = n = k = 8192 takes 128 x 256 tiles, 64 * 32 = 2048 thread
 blocks in ceil(2048 / 132) = 16 waves: 3% of the last wave's slots idle.
 """
@@ -46,11 +49,7 @@ def pad_to_tiles(module: Module, plan: Plan, target: Target) -> Plan:
             continue
         op = plan.ops[group.members[0]].op
         shape = gemm_shape(op, target.runs_as(op.operand_types[0].dtype))
-        out_bytes = op.result_types[0].nbytes
-        if target.family == "gpu":
-            tilings[group.id] = gpu_tiling(shape, target, out_bytes)
-        else:
-            tilings[group.id] = tpu_tiling(shape, target, out_bytes)
+        tilings[group.id] = TILINGS[target.family](shape, target, op.result_types[0].nbytes)
     return plan.with_(tilings=tilings) if tilings else plan
 
 
@@ -100,3 +99,14 @@ def tpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     whole = double_buffered_cycles(steps, rows, cols, shape.m)
     per_fold = max(rows, shape.m)
     return Tiling(shape, (shape.m, cols, rows), (mp, np_, kp), units, steps, block, per_fold, whole - steps * per_fold)
+
+
+def spyre_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
+    row_pass = int(target["chip.matmul_row_pass"])
+    per_stick = int(target["chip.stick_bytes"]) // ELEMENT_BYTES.get(shape.dtype, 2)
+    mp, np_, kp = round_up(shape.m, row_pass), round_up(shape.n, per_stick), round_up(shape.k, per_stick)
+    units = shape.batch * (mp // row_pass) * (np_ // per_stick)
+    return Tiling(shape, (row_pass, per_stick, per_stick), (mp, np_, kp), units, ceil_div(units, int(target["chip.cores"])), (mp, np_))
+
+
+TILINGS = {"gpu": gpu_tiling, "tpu": tpu_tiling, "spyre": spyre_tiling}

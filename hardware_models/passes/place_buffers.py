@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.plan import Placement, Plan, ValueGraph, ceil_div, group_inputs, group_outputs, group_work
+from hardware_models.plan import Placement, Plan, ValueGraph, capacity_notes, ceil_div, group_inputs, group_outputs, group_work
 from hardware_models.target import Target
-from reference.ir import Module, module_stats
+from reference.ir import Module
 
 
 @dataclass(frozen=True)
@@ -85,9 +85,4 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
             if level.name != "l2":
                 on_chip = max(on_chip, group_work(plan, module, group)[2])
         placements[group.id] = Placement((("hbm", hbm), (level.name, on_chip)), resident)
-    notes = plan.notes
-    resident_bytes = module_stats(module, tuple(range(len(module.main.args)))).param_bytes
-    if resident_bytes > target["memory.hbm_bytes"]:
-        notes += (f"the arguments need {resident_bytes / 1e9:.1f} GB, more than {target.name}'s "
-                  f"{target['memory.hbm_bytes'] / 1e9:.0f} GB of HBM: one chip cannot hold them",)
-    return plan.with_(placements=placements, notes=notes)
+    return plan.with_(placements=placements, notes=plan.notes + capacity_notes(module, target))

@@ -7,7 +7,7 @@ import pytest
 from hardware_models.target import check_derivations, get_target, load_target_file, load_targets
 from reference.errors import BadTargetFile, UnknownName
 
-REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e")
+REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre")
 
 
 def test_every_required_target_loads():
@@ -30,7 +30,7 @@ def test_tpu_peak_is_mxus_times_array_times_clock():
     """197 TFLOP/s = 1 TensorCore x 4 MXUs x 128 x 128 MACs x 2 x 1.5 GHz (v5e)."""
     t = get_target("tpu-v5e")
     macs = t["chip.tensorcores"] * t["chip.mxus_per_tensorcore"] * t["chip.mxu_rows"] * t["chip.mxu_cols"]
-    assert 2 * macs * t["chip.clock_hz"] == pytest.approx(t.peak_bf16_flop_per_s, rel=0.01)
+    assert 2 * macs * t["chip.clock_hz"] == pytest.approx(t.peak_16bit_flop_per_s, rel=0.01)
 
 
 def test_unknown_target_suggests_a_close_match():
@@ -112,3 +112,13 @@ def test_fitted_values_sit_apart_from_hardware_limits():
     for target in load_targets().values():
         for key, q in target.quantities.items():
             assert (q.tag == "F") <= key.startswith(("fitted.", "schedule.")), key
+
+
+def test_spyre_peak_is_1536_mac_per_ns_on_32_cores():
+    """specs.md (TS work_division.py): 98.304 TFLOP/s per card."""
+    assert get_target("spyre").peak_16bit_flop_per_s == pytest.approx(98.304e12)
+
+
+def test_spyre_usable_scratchpad_is_about_1_55_mb():
+    """specs.md (TS scratchpad_planning.md): 2 MB, less 64 KB, less a 20% reserve."""
+    assert get_target("spyre")["memory.lx_usable_bytes_per_core"] / 2**20 == pytest.approx(1.55, abs=0.01)

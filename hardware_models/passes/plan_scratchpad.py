@@ -1,0 +1,60 @@
+"""plan_scratchpad: keep tensors in each core's scratchpad (LX) while they are live, and count
+the LPDDR5 traffic that remains, in sticks (Spyre).
+
+Walking the kernels in order, every tensor a kernel reads or writes passes through LX (the
+`lx` level: its stick-padded bytes); the back end streams a kernel's operands through it in
+double-buffered chunks, so a kernel larger than LX still runs. A kernel's output that a later
+kernel reads stays in LX if, per core, it fits beside what is already kept there within half of
+the usable scratchpad (the other half is the streaming buffers); it leaves LX after its last
+reader. An output that a later kernel reads but that does not fit is spilled: written to LPDDR5
+and read back. Everything else moves between LPDDR5 and LX:
+
+    lpddr5 = stick-padded bytes of inputs not in LX + outputs not kept (a program's results
+             always cross; its arguments start there) + 2 x restickified bytes
+
+Split accounts for the cost model: read, write, spilled and restickified bytes.
+"""
+
+from __future__ import annotations
+
+from hardware_models.plan import Placement, Plan, ValueGraph, capacity_notes, group_inputs, group_outputs
+from hardware_models.target import Target
+from reference.ir import Module
+
+
+def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
+    graph = ValueGraph(plan.ops)
+    usable = target["memory.lx_usable_bytes_per_core"]
+    io = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
+    last_reader = {}
+    for g in plan.groups:
+        for value in io[g.id][0]:
+            last_reader[value] = g.id
+    returned = {v for g in plan.groups for v in io[g.id][1] if -1 in graph.users(v)}
+    restick = {}
+    for group_id, value in plan.restickify:
+        restick[group_id] = restick.get(group_id, 0) + plan.layouts[value].padded_bytes
+    kept: dict[str, float] = {}  # value -> bytes per core held in LX
+    placements = {}
+    for g in plan.groups:
+        inputs, outputs = io[g.id]
+        cores = plan.divisions[g.id].cores if g.id in plan.divisions else 1
+        padded = {v: plan.layouts[v].padded_bytes for v in inputs + outputs}
+        resident = tuple(v for v in inputs if v in kept)
+        read = sum(padded[v] for v in inputs if v not in kept)
+        for value in inputs:
+            if last_reader.get(value) == g.id:
+                kept.pop(value, None)
+        write = spilled = 0
+        for value in outputs:
+            share = padded[value] / cores
+            if value not in returned and value in last_reader and sum(kept.values()) + share <= usable / 2:
+                kept[value] = share
+            else:
+                write += padded[value]
+                spilled += padded[value] if value in last_reader else 0
+        restickified = 2 * restick.get(g.id, 0)
+        lpddr5 = read + write + restickified
+        split = (("read", read), ("write", write), ("spilled", spilled), ("restickify", restickified))
+        placements[g.id] = Placement((("lpddr5", lpddr5), ("lx", sum(padded.values()))), resident, split)
+    return plan.with_(placements=placements, notes=plan.notes + capacity_notes(module, target))

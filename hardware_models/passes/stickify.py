@@ -1,0 +1,34 @@
+"""stickify: give every tensor that crosses a kernel boundary its stick layout (Spyre).
+
+A tensor's default layout on the device keeps the host's last dimension as the stick dimension
+and pads it to whole 128-byte sticks (torch-spyre, tensors_and_layouts.md): fp16 (65,) becomes
+[2, 64]; (5, 100, 150) becomes 5 * 100 * 3 = 1500 sticks. Elements are as wide as the type the
+target runs them as (an emulated f32 is stored as f16). The layout is computed here once and read
+by every later pass and by the cost model.
+"""
+
+from __future__ import annotations
+
+from hardware_models.plan import Plan, StickLayout, ValueGraph, group_inputs, group_outputs
+from hardware_models.target import Target
+from reference.ir import Module
+from reference.ir.graph import ELEMENT_BYTES
+
+
+def stick_layout(shape: tuple[int, ...], dtype: str, target: Target, stick_dim: int | None = None) -> StickLayout:
+    """The default (last-dimension) stick layout of a tensor, or one sticked on `stick_dim`."""
+    stick_bytes = int(target["chip.stick_bytes"])
+    element_bytes = ELEMENT_BYTES.get(target.runs_as(dtype), 4) or 1
+    dim = (len(shape) - 1 if stick_dim is None else stick_dim) if shape else 0
+    return StickLayout(tuple(shape), dim, stick_bytes // element_bytes, stick_bytes)
+
+
+def stickify(module: Module, plan: Plan, target: Target) -> Plan:
+    graph = ValueGraph(plan.ops)
+    layouts = {}
+    for group in plan.groups:
+        for value in group_inputs(plan, graph, group) + group_outputs(plan, graph, group):
+            if value not in layouts:
+                typ = graph.types[value]
+                layouts[value] = stick_layout(typ.shape, typ.dtype, target)
+    return plan.with_(layouts=layouts)

@@ -1,0 +1,64 @@
+"""Spyre's passes after stickify: restickify where a matmul operand arrives on the wrong stick
+dimension, work split over 32 cores in whole units, the scratchpad planned by liveness."""
+
+from __future__ import annotations
+
+from hardware_models.estimate import estimate
+from hardware_models.pipelines import compile_plan
+from hardware_models.target import get_target
+from tests.hardware_models.programs import program, t
+
+SPYRE = get_target("spyre")
+
+
+def _q_kt(seq: int, head: int):
+    """scores = q @ k^T with k computed by a kernel first (as RoPE does), then read transposed."""
+    q, k, s = t((seq, head), "f16"), t((seq, head), "f16"), t((seq, seq), "f16")
+    kt = t((head, seq), "f16")
+    return program({"q": q, "k": k}, [
+        f"%0 = stablehlo.negate %k : {k}",
+        f"%1 = stablehlo.transpose %0, dims = [1, 0] : ({k}) -> {kt}",
+        f"%2 = stablehlo.dot_general %q, %1, contracting_dims = [1] x [0] : ({q}, {kt}) -> {s}",
+    ], "%2", s)
+
+
+def test_k_read_transposed_by_a_matmul_is_restickified_but_a_weight_is_not():
+    plan = compile_plan(_q_kt(128, 64), SPYRE)
+    negate = next(p for p in plan.ops if p.op.short_name == "negate")
+    assert [value for _, value in plan.restickify] == list(negate.results)  # k, made by a kernel
+    q, w, y = t((128, 64), "f16"), t((64, 256), "f16"), t((128, 256), "f16")
+    weights = program({"q": q, "w": w}, [f"%0 = stablehlo.dot_general %q, %w, contracting_dims = [1] x [0] : ({q}, {w}) -> {y}"], "%0", y)
+    assert compile_plan(weights, SPYRE).restickify == ()
+
+
+def test_restickify_bytes_are_charged_at_the_restickify_rate():
+    est = estimate(_q_kt(128, 64), SPYRE)
+    plan = compile_plan(_q_kt(128, 64), SPYRE)
+    matmul = next(g for g in plan.groups if g.kind == "contraction")
+    assert dict(plan.placements[matmul.id].split)["restickify"] == 2 * 128 * 64 * 2
+    assert est.total.time_s > 0
+
+
+def test_work_divides_into_whole_units_over_at_most_32_cores():
+    v = t((33, 64), "f16")  # 33 output sticks: two rounds on 32 cores
+    plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE)
+    (division,) = plan.divisions.values()
+    assert (division.units, division.cores, division.per_core) == (33, 32, 2)
+    small = compile_plan(program({"a": t((5, 64), "f16")}, [f"%0 = stablehlo.negate %a : {t((5, 64), 'f16')}"], "%0", t((5, 64), "f16")), SPYRE)
+    assert next(iter(small.divisions.values())).cores == 5
+
+
+def test_an_intermediate_that_fits_stays_in_the_scratchpad_and_one_that_does_not_spills():
+    def chain(n):
+        x, w, y = t((n, n), "f16"), t((n, n), "f16"), t((n, n), "f16")
+        return program({"x": x, "w": w}, [
+            f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
+            f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({y}, {w}) -> {y}",
+        ], "%1", y)
+
+    small = compile_plan(chain(256), SPYRE)  # 128 KiB: 4 KiB per core
+    first, second = (small.placements[g.id] for g in small.groups)
+    assert dict(first.split)["write"] == 0 and second.resident_inputs
+    big = compile_plan(chain(8192), SPYRE)  # 128 MiB: 4 MiB per core, more than LX
+    first, second = (big.placements[g.id] for g in big.groups)
+    assert dict(first.split)["spilled"] == 8192 * 8192 * 2 and not second.resident_inputs

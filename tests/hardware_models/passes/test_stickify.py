@@ -1,0 +1,41 @@
+"""stickify: the stick dimension padded to whole 128-byte sticks, once, with ceiling division."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.passes.stickify import stick_layout
+from hardware_models.pipelines import compile_plan
+from hardware_models.target import get_target
+from tests.hardware_models.programs import program, t
+
+SPYRE = get_target("spyre")
+
+
+def test_a_65_element_fp16_tensor_occupies_two_sticks():
+    """tensors_and_layouts.md: fp16 (65,) -> device [2, 64]."""
+    layout = stick_layout((65,), "f16", SPYRE)
+    assert layout.device_shape == (2, 64) and layout.sticks == 2 and layout.padded_bytes == 256
+
+
+def test_a_5_100_150_tensor_occupies_1500_sticks():
+    """tensors_and_layouts.md: (5, 100, 150) -> [100, 3, 5, 64]: 1500 sticks of 64."""
+    layout = stick_layout((5, 100, 150), "f16", SPYRE)
+    assert layout.sticks == 100 * 3 * 5 and layout.elements_per_stick == 64
+
+
+@pytest.mark.parametrize("n", [1, 63, 64, 65, 129, 150])
+def test_padding_is_ceil_division_with_less_than_one_stick_of_waste(n):
+    layout = stick_layout((3, n), "f16", SPYRE)
+    assert layout.sticks_along == -(-n // 64) and 0 <= layout.sticks_along * 64 - n < 64
+
+
+def test_emulated_types_are_laid_out_at_the_width_they_run_as():
+    assert stick_layout((65,), "f32", SPYRE).elements_per_stick == 64  # f32 runs as f16 on Spyre
+
+
+def test_every_tensor_between_kernels_gets_a_layout():
+    v = t((65,), "f16")
+    module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.transpose %0, dims = [0] : ({v}) -> {v}"], "%1", v)
+    plan = compile_plan(module, SPYRE, stop_after="stickify")
+    assert all(layout.sticks == 2 for layout in plan.layouts.values()) and len(plan.layouts) == 2
