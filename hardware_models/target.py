@@ -148,6 +148,11 @@ class Target:
         return PEAK_16BIT[self.family](self)
 
     @property
+    def main_memory_level(self) -> str:
+        """The name of the main memory as a level in plans and costs: "hbm", "lpddr5"."""
+        return MAIN_MEMORY[self.family].split(".", 1)[1]
+
+    @property
     def main_memory_bytes(self) -> float:
         return self[f"{MAIN_MEMORY[self.family]}_bytes"]
 

@@ -25,12 +25,12 @@ class Point:
     bottleneck: str
 
 
-def roofline_points(est: Estimate) -> list[Point]:
-    """One point per kernel that does arithmetic and touches HBM."""
+def roofline_points(est: Estimate, level: str = "hbm") -> list[Point]:
+    """One point per kernel that does arithmetic and touches the main memory `level`."""
     points = []
     for g in est.groups:
         c = g.cost
-        hbm = c.bytes_at("hbm")
+        hbm = c.bytes_at(level)
         if c.flops and hbm and c.time_s:
             points.append(Point(g.group, "+".join(g.ops), c.flops / hbm, c.flops / c.time_s, c.bottleneck))
     return points
@@ -44,11 +44,16 @@ def ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
         eff = target["fitted.gemm_efficiency"]
         compute = {"tensor bf16": contraction_peak(target, "bf16") * eff, "CUDA-core f32": 2 * vector_rate(target)}
         memory = {"HBM": hbm_rate(target)}
-    else:
+    elif target.family == "tpu":
         from hardware_models.cost.tpu import vpu_rate
 
         compute = {"MXU bf16": target["peak.bf16_flop_per_s"], "VPU": vpu_rate(target)}
         memory = {"HBM": target["memory.hbm_bytes_per_s"], "VMEM": target["memory.vmem_bytes_per_s"]}
+    else:
+        cores = target["chip.cores"]
+        compute = {"matmul fp16": 2 * cores * target["fitted.matmul_mac_per_s_per_core"],
+                   "vector": cores * target["chip.vector_ops_per_s_per_core"]}
+        memory = {"LPDDR5": target["fitted.lpddr5_one_way_bytes_per_s"]}
     return compute, memory
 
 
@@ -60,7 +65,7 @@ def plot_roofline(est: Estimate, target: Target, path: str) -> list[Point]:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    points = roofline_points(est)
+    points = roofline_points(est, target.main_memory_level)
     compute, memory = ceilings(target)
     lo = min([p.intensity for p in points] + [0.1]) / 2
     hi = max([p.intensity for p in points] + [max(compute.values()) / min(memory.values())]) * 4
@@ -79,7 +84,7 @@ def plot_roofline(est: Estimate, target: Target, path: str) -> list[Point]:
                        color=color, label=f"{bound}-bound ({len(chosen)})", zorder=3)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / HBM byte)")
+    ax.set_xlabel(f"arithmetic intensity (FLOP / {target.main_memory_level.upper()} byte)")
     ax.set_ylabel("attained FLOP/s")
     ax.set_title(f"{est.name} on {target.name}: {len(points)} kernels")
     ax.legend(fontsize=8, loc="lower right")

@@ -10,12 +10,12 @@ from hardware_models.target import get_target
 from tests.hardware_models.programs import linear_gelu, softmax
 
 
-@pytest.mark.parametrize("target", ["h100", "tpu-v5e"])
+@pytest.mark.parametrize("target", ["h100", "tpu-v5e", "spyre"])
 def test_points_sit_under_the_ceilings(target):
     t = get_target(target)
-    est = estimate(linear_gelu(512, 1024, 2048), t)
+    est = estimate(linear_gelu(512, 1024, 2048, "f16"), t)
     compute, memory = ceilings(t)
-    points = roofline_points(est)
+    points = roofline_points(est, t.main_memory_level)
     assert len(points) == len(est.groups)
     for p in points:
         assert p.attained_flop_per_s <= min(max(compute.values()), p.intensity * max(memory.values())) * (1 + 1e-9)
