@@ -87,7 +87,7 @@ BAD_INPUTS = {
     "unknown target": (["estimate", "matmul", "--target", "h10"], "did you mean 'h100'"),
     "missing target": (["estimate", "matmul"], "--target"),
     "malformed --set": (["estimate", "matmul", "--target", "h100", "--set", "fitted.gemm_efficiency"], "SECTION.KEY=NUMBER"),
-    "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm=3"], "did you mean 'chip.sm_count'"),
+    "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_cont=3"], "did you mean 'chip.sm_count'"),
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
