@@ -10,16 +10,19 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.cost.gpu import gpu_group_cost
+from hardware_models.cost.lpu import lpu_group_cost
 from hardware_models.cost.spyre import spyre_group_cost
 from hardware_models.cost.tpu import tpu_group_cost
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.divide_work import divide_work
 from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_TPU, fuse_elementwise
 from hardware_models.passes.insert_restickify import insert_restickify
+from hardware_models.passes.partition_chips import partition_chips
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import GPU_L2, TPU_VMEM, place_buffers
 from hardware_models.passes.plan_scratchpad import plan_scratchpad
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
+from hardware_models.passes.schedule_static import schedule_static
 from hardware_models.passes.stickify import stickify
 from hardware_models.plan import Plan, expand_workload
 from hardware_models.target import Target
@@ -51,9 +54,15 @@ PIPELINES = {
         divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
         plan_scratchpad,  # last because it needs every kernel's layouts, restickifies and core count
     ),
+    "lpu": (
+        resolve_dtypes,
+        assign_groups,  # no fusion: streams chain ops instead, in schedule_static
+        partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
+        schedule_static,
+    ),
 }
 
-COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost, "spyre": spyre_group_cost}
+COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost, "spyre": spyre_group_cost, "lpu": lpu_group_cost}
 
 
 def pass_name(step) -> str:

@@ -60,8 +60,9 @@ class Group:
     """Ops that run as one kernel (a GPU kernel, an XLA fusion): members are PlannedOp indices.
 
     kind: "contraction" (a dot or convolution, with any fused epilogue), "fusion" (elementwise,
-    data movement and reductions) or "fallback" (an op the target cannot run: it runs on the
-    host and its operands cross the host link).
+    data movement and reductions), "fallback" (an op the target cannot run: it runs on the
+    host and its operands cross the host link) or "transfer" (chip-to-chip traffic a
+    partition adds; it has no ops, and `label` says what it is).
     """
 
     id: int
@@ -69,6 +70,7 @@ class Group:
     members: tuple[int, ...]
     instance: str
     repeats: int
+    label: str = ""  # what a group without ops does ("stage hop", "all-reduce")
 
 
 @dataclass(frozen=True)
@@ -181,6 +183,37 @@ class WorkDivision:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """Where a statically scheduled op runs: its unit, start and finish cycle in its function
+    instance, and `increment`, the cycles it adds to that instance's makespan (0 when hidden
+    behind other work)."""
+
+    unit: str
+    start: int
+    finish: int
+    busy: int         # cycles the unit computes (the rest of finish - start is waiting on a stream)
+    feed: int         # cycles its operands and results take to stream through memory
+    increment: int
+
+
+@dataclass(frozen=True)
+class Partition:
+    """How a model is spread over chips: `chips` in all, `tensor_parallel` chips share each layer,
+    the rest are pipeline stages in a row; `hidden_bytes` cross between stages."""
+
+    chips: int
+    tensor_parallel: int
+    needed_bytes: int
+    chip_bytes: float
+    hidden_bytes: int
+    layers: int
+
+    @property
+    def stages(self) -> int:
+        return ceil_div(self.chips, self.tensor_parallel)
+
+
+@dataclass(frozen=True)
 class Plan:
     target: str
     ops: tuple[PlannedOp, ...]
@@ -190,6 +223,8 @@ class Plan:
     layouts: dict[str, StickLayout] = field(default_factory=dict)
     restickify: tuple[tuple[int, str], ...] = ()  # (group, value) re-laid out before the group
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
+    schedule: dict[int, Slot] = field(default_factory=dict)
+    partition: Partition | None = None
     notes: tuple[str, ...] = ()
     passes: tuple[tuple[str, int], ...] = ()  # (pass name, groups after it)
 
@@ -204,7 +239,7 @@ class Plan:
         lines = [f"plan for {self.target}: {len(self.groups)} groups from {len(self.ops)} ops"]
         lines += [f"  pass {name}: {n} groups" for name, n in self.passes]
         for g in self.groups:
-            ops = "+".join(self.ops[i].op.short_name for i in g.members)
+            ops = "+".join(self.ops[i].op.short_name for i in g.members) or g.label
             lines.append(f"  g{g.id} {g.kind:11s} x{g.repeats:<4d} {ops}   [{scope_of(self, g)}]")
             t = self.tilings.get(g.id)
             if t:
@@ -213,6 +248,9 @@ class Plan:
                     f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile} padded {t.padded} "
                     f"({t.padding_waste:.1%} waste), {t.units} units in {t.steps} steps, reuse block {t.block}"
                 )
+            slot = self.schedule.get(g.id)
+            if slot:
+                lines.append(f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})")
             d = self.divisions.get(g.id)
             if d:
                 lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")
@@ -223,12 +261,18 @@ class Plan:
             if p:
                 moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)
                 lines.append(f"      bytes {moved}" + (f"; from on chip: {', '.join(p.resident_inputs)}" if p.resident_inputs else ""))
+        if self.partition:
+            p = self.partition
+            lines.append(f"  partition: {p.chips} chips, {p.tensor_parallel} per layer, {p.stages} pipeline stages "
+                         f"({p.needed_bytes / 1e9:.2f} GB over {p.chip_bytes / 1e6:.0f} MB usable per chip)")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {
             "target": self.target,
+            **({"partition": {"chips": self.partition.chips, "tensor_parallel": self.partition.tensor_parallel,
+                              "stages": self.partition.stages}} if self.partition else {}),
             "passes": [list(p) for p in self.passes],
             "notes": list(self.notes),
             "groups": [

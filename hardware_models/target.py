@@ -54,6 +54,13 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "fitted": ("matmul_mac_per_s_per_core", "bmm_mac_per_s_per_core", "bmm_small_batch_mac_per_s_per_core",
                    "lpddr5_one_way_bytes_per_s", "lpddr5_read_write_bytes_per_s", "restickify_bytes_per_s"),
     },
+    "lpu": {
+        "chip": ("clock_hz", "vector_lanes", "vector_alus", "mxm_macs_per_cycle", "mxm_rows", "sxm_vectors_per_cycle"),
+        "peak": ("int8_op_per_s", "fp16_flop_per_s"),
+        "memory": ("sram_bytes", "sram_bytes_per_s", "sram_usable_fraction"),
+        "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
+        "schedule": ("mem_latency_cycles", "vxm_latency_cycles", "sxm_latency_cycles", "mxm_latency_cycles", "c2c_hop_latency_s"),
+    },
 }
 # Per family: the 16-bit peak (FLOP/s) and the main memory (capacity key, bandwidth key) that
 # `landscape targets` and the ridge point read; a function where the peak is a product of keys.
@@ -61,12 +68,13 @@ PEAK_16BIT = {
     "gpu": lambda t: t["peak.bf16_flop_per_s"],
     "tpu": lambda t: t["peak.bf16_flop_per_s"],
     "spyre": lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
+    "lpu": lambda t: t["peak.fp16_flop_per_s"],
 }
-MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5"}
+MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5", "lpu": "memory.sram"}
 # Element types by MLIR name; only floating types are checked against [dtypes] (integers are
 # indices and masks that every target handles).
 FLOAT_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2")
-OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}}
+OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}, "lpu": {}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 
 

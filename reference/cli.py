@@ -336,8 +336,10 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
 @click.argument("name", required=False)
 @_estimate_options
 @click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
+              help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, show_plan, as_json) -> None:
+def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, show_plan, trace_path, as_json) -> None:
     """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
 
     NAME is lowered on one side, compiled by the target's passes (fusion, tiling and padding,
@@ -345,7 +347,20 @@ def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, 
     bytes per memory level, time and bottleneck; totals follow. With --json the plan is
     included under "plan" when --plan is given.
     """
-    _, plan, result = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    if trace_path:  # refused before the (slow) lowering, not after
+        from hardware_models.trace import check_traceable
+
+        check_traceable(load_target(target_name, settings))
+    target, plan, result = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    if trace_path:
+        from pathlib import Path
+
+        from hardware_models.trace import chrome_trace
+
+        trace = json.dumps(chrome_trace(plan, target), sort_keys=True)
+        Path(trace_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(trace_path).write_text(trace)
+        click.echo(f"wrote {trace_path}", err=True)
     if as_json:
         _print_json({**result.to_dict(), **({"plan": plan.to_dict()} if show_plan else {})})
         return

@@ -90,6 +90,7 @@ BAD_INPUTS = {
     "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_cont=3"], "did you mean 'chip.sm_count'"),
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
+    "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
 }
 
@@ -241,3 +242,10 @@ def test_roofline_writes_the_figure(tmp_path, suffix, capsys):
     out = tmp_path / f"roof{suffix}"
     assert cli.main(["roofline", "mlp", "--target", "h100", "--side", "torch", "--dtype", "bfloat16", "--out", str(out)]) == 0
     assert out.stat().st_size > 1000 and "kernels" in capsys.readouterr().out
+
+
+def test_estimate_writes_a_chrome_trace_for_the_lpu(tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    assert cli.main(["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--trace", str(path)]) == 0
+    events = json.loads(path.read_text())["traceEvents"]
+    assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} >= {"MXM", "VXM"}

@@ -7,7 +7,7 @@ import pytest
 from hardware_models.target import check_derivations, get_target, load_target_file, load_targets
 from reference.errors import BadTargetFile, UnknownName
 
-REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre")
+REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre", "groq-lpu")
 
 
 def test_every_required_target_loads():
@@ -122,3 +122,9 @@ def test_spyre_peak_is_1536_mac_per_ns_on_32_cores():
 def test_spyre_usable_scratchpad_is_about_1_55_mb():
     """specs.md (TS scratchpad_planning.md): 2 MB, less 64 KB, less a 20% reserve."""
     assert get_target("spyre")["memory.lx_usable_bytes_per_core"] / 2**20 == pytest.approx(1.55, abs=0.01)
+
+
+def test_groq_peak_int8_is_the_mxm_planes_at_the_clock():
+    """specs.md: 409,600 MACs x 2 x 0.9 GHz = 737 TOP/s, against ALCF's 750."""
+    t = get_target("groq-lpu")
+    assert 2 * t["chip.mxm_macs_per_cycle"] * t["chip.clock_hz"] == pytest.approx(t["peak.int8_op_per_s"], rel=0.02)

@@ -1,0 +1,51 @@
+"""partition_chips: spread a model over as many chips as its weights and caches need (LPU).
+
+A Groq chip has only SRAM (220 MiB), so the compiler places every argument of the program —
+weights, inputs, a KV cache; a regional block's weights once per layer — in SRAM across chips:
+
+    chips           = max(ceil(needed bytes / usable SRAM), tensor_parallel)
+    tensor_parallel = ceil(one layer's weights / usable SRAM)   (chips that share each layer)
+    stages          = ceil(chips / tensor_parallel)              (layer groups in a pipeline)
+
+and adds the chip-to-chip traffic as transfer groups: a hop of the hidden state between
+consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
+hidden state per layer (after attention and after the MLP). Their times are in cost/lpu.py.
+Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB per chip that is
+65 chips; one layer's 405 MB of weights takes 2 of them (33 stages).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hardware_models.plan import Group, Partition, Plan
+from hardware_models.target import Target
+from reference.ir import Module, module_stats
+
+
+def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
+    main = module.main
+    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    usable = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
+    arg_bytes = {name: typ.nbytes for name, typ in main.args}
+    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
+    if calls:
+        layer_bytes = sum(arg_bytes.get(v, 0) for v in calls[0].operands)
+        hidden_bytes, layers = calls[0].result_types[0].nbytes, calls[0].trip_count
+    else:
+        layer_bytes, hidden_bytes, layers = needed, sum(t.nbytes for t in main.results), 1
+    tensor_parallel = max(1, math.ceil(layer_bytes / usable))
+    chips = max(math.ceil(needed / usable), tensor_parallel)
+    partition = Partition(chips, tensor_parallel, needed, usable, hidden_bytes, layers)
+    if chips == 1:
+        return plan.with_(partition=partition)
+    transfers = []
+    next_id = len(plan.groups)
+    if partition.stages > 1:
+        transfers.append(Group(next_id, "transfer", (), "main", partition.stages - 1, "stage hop"))
+    if tensor_parallel > 1:
+        all_reduces = 2 * layers if calls else 1
+        transfers.append(Group(next_id + len(transfers), "transfer", (), "main", all_reduces, "all-reduce"))
+    note = (f"{needed / 1e9:.2f} GB of weights and inputs over {usable / 1e6:.0f} MB of usable SRAM per chip: "
+            f"{chips} chips, {tensor_parallel} per layer, {partition.stages} pipeline stages")
+    return plan.with_(groups=plan.groups + tuple(transfers), partition=partition, notes=plan.notes + (note,))

@@ -1,0 +1,43 @@
+"""The LPU cost: times sum to the schedule's makespan; transfers by their formula; a trace that repeats."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hardware_models.calibration import gemm_module
+from hardware_models.cost.lpu import transfer_seconds
+from hardware_models.estimate import estimate
+from hardware_models.pipelines import compile_plan
+from hardware_models.plan import Group, Partition
+from hardware_models.target import get_target
+from hardware_models.trace import chrome_trace
+from tests.hardware_models.programs import linear_gelu
+
+GROQ = get_target("groq-lpu")
+
+
+def test_op_times_sum_to_the_makespan():
+    module = linear_gelu(512, 640, 320, "f16")
+    plan = compile_plan(module, GROQ)
+    est = estimate(module, GROQ, plan=plan)
+    makespan = max(slot.finish for slot in plan.schedule.values())
+    assert est.total.time_s == pytest.approx(makespan / 9e8)
+
+
+def test_transfer_worked_numbers_for_llama_2_7b_decode():
+    """cost/lpu.py: 32 stage hops take 17.2 us and 64 all-reduces 66.3 us."""
+    plan = compile_plan(gemm_module(8, 8, 8, "f16"), GROQ).with_(partition=Partition(65, 2, 0, 2.076e8, 8192, 32))
+    hop = transfer_seconds(plan, Group(0, "transfer", (), "main", 32, "stage hop"), GROQ)
+    reduce = transfer_seconds(plan, Group(1, "transfer", (), "main", 64, "all-reduce"), GROQ)
+    assert 32 * hop == pytest.approx(17.2e-6, rel=1e-2) and 64 * reduce == pytest.approx(66.3e-6, rel=1e-2)
+
+
+def test_the_trace_is_byte_identical_across_runs_and_has_one_event_per_op():
+    module = linear_gelu(512, 640, 320, "f16")
+    first = json.dumps(chrome_trace(compile_plan(module, GROQ), GROQ), sort_keys=True)
+    second = json.dumps(chrome_trace(compile_plan(module, GROQ), GROQ), sort_keys=True)
+    assert first == second
+    events = [e for e in json.loads(first)["traceEvents"] if e["ph"] == "X"]
+    assert sorted(e["name"] for e in events) == ["add", "dot_general", "logistic", "multiply"]
