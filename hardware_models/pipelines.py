@@ -13,6 +13,7 @@ from hardware_models.cost.gpu import gpu_group_cost
 from hardware_models.cost.lpu import lpu_group_cost
 from hardware_models.cost.spyre import spyre_group_cost
 from hardware_models.cost.tpu import tpu_group_cost
+from hardware_models.cost.wafer import wafer_group_cost
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.divide_work import divide_work
 from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_TPU, fuse_elementwise
@@ -20,6 +21,7 @@ from hardware_models.passes.insert_restickify import insert_restickify
 from hardware_models.passes.partition_chips import partition_chips
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import GPU_L2, TPU_VMEM, place_buffers
+from hardware_models.passes.place_layers import place_layers
 from hardware_models.passes.plan_scratchpad import plan_scratchpad
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.passes.schedule_static import schedule_static
@@ -60,9 +62,18 @@ PIPELINES = {
         partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
         schedule_static,
     ),
+    "wafer": (
+        resolve_dtypes,
+        assign_groups,
+        partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
+        place_layers,  # after fusion because each kernel gets one region of the wafer
+    ),
 }
 
-COST_MODELS = {"gpu": gpu_group_cost, "tpu": tpu_group_cost, "spyre": spyre_group_cost, "lpu": lpu_group_cost}
+COST_MODELS = {
+    "gpu": gpu_group_cost, "tpu": tpu_group_cost, "spyre": spyre_group_cost, "lpu": lpu_group_cost,
+    "wafer": wafer_group_cost,
+}
 
 
 def pass_name(step) -> str:

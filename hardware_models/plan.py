@@ -207,6 +207,7 @@ class Partition:
     chip_bytes: float
     hidden_bytes: int
     layers: int
+    mode: str = ""  # how the weights are held: "resident", "split over N wafers", "weight streaming"
 
     @property
     def stages(self) -> int:
@@ -264,7 +265,8 @@ class Plan:
         if self.partition:
             p = self.partition
             lines.append(f"  partition: {p.chips} chips, {p.tensor_parallel} per layer, {p.stages} pipeline stages "
-                         f"({p.needed_bytes / 1e9:.2f} GB over {p.chip_bytes / 1e6:.0f} MB usable per chip)")
+                         f"({p.needed_bytes / 1e9:.2f} GB over {p.chip_bytes / 1e6:.0f} MB usable per chip)"
+                         + (f"; weights {p.mode}" if p.mode else ""))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -272,7 +274,7 @@ class Plan:
         return {
             "target": self.target,
             **({"partition": {"chips": self.partition.chips, "tensor_parallel": self.partition.tensor_parallel,
-                              "stages": self.partition.stages}} if self.partition else {}),
+                              "stages": self.partition.stages, "mode": self.partition.mode}} if self.partition else {}),
             "passes": [list(p) for p in self.passes],
             "notes": list(self.notes),
             "groups": [

@@ -61,6 +61,14 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
         "schedule": ("mem_latency_cycles", "vxm_latency_cycles", "sxm_latency_cycles", "mxm_latency_cycles", "c2c_hop_latency_s"),
     },
+    "wafer": {
+        "chip": ("pes",),
+        "peak": ("fp16_flop_per_s",),
+        "memory": ("sram_bytes", "sram_bytes_per_s", "sram_usable_fraction"),
+        "interconnect": ("fabric_bytes_per_s", "system_io_bytes_per_s", "host_bytes_per_s"),
+        "schedule": ("region_latency_s", "wafer_hop_latency_s"),
+        "fitted": ("compute_efficiency",),
+    },
 }
 # Per family: the 16-bit peak (FLOP/s) and the main memory (capacity key, bandwidth key) that
 # `landscape targets` and the ridge point read; a function where the peak is a product of keys.
@@ -69,12 +77,13 @@ PEAK_16BIT = {
     "tpu": lambda t: t["peak.bf16_flop_per_s"],
     "spyre": lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
     "lpu": lambda t: t["peak.fp16_flop_per_s"],
+    "wafer": lambda t: t["peak.fp16_flop_per_s"],
 }
-MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5", "lpu": "memory.sram"}
+MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5", "lpu": "memory.sram", "wafer": "memory.sram"}
 # Element types by MLIR name; only floating types are checked against [dtypes] (integers are
 # indices and masks that every target handles).
 FLOAT_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2")
-OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}, "lpu": {}}
+OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}, "lpu": {}, "wafer": {}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 
 

@@ -7,7 +7,7 @@ import pytest
 from hardware_models.target import check_derivations, get_target, load_target_file, load_targets
 from reference.errors import BadTargetFile, UnknownName
 
-REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre", "groq-lpu")
+REQUIRED = ("a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre", "groq-lpu", "wse-2", "wse-3")
 
 
 def test_every_required_target_loads():

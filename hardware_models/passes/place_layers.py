@@ -1,0 +1,73 @@
+"""place_layers: lay the whole program out across the wafer, one region of PEs per kernel (Cerebras).
+
+Weights stay resident in the SRAM of the PEs that use them and activations flow over the fabric
+from region to region, layer after layer, as a pipeline. A kernel's region is sized by its share
+of the program's FLOPs, and never smaller than the PEs whose SRAM holds its weights:
+
+    region(g) = max(1, PEs * FLOPs(g) / FLOPs(program), weight bytes(g) / usable SRAM per PE)
+
+When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
+compiler chooses the cheaper of two ways, per pass through the program, and says which:
+    split over W = ceil(bytes / usable SRAM) wafers: (W - 1) x (hop latency + hidden state / link)
+    weight streaming from MemoryX on one wafer: all weight bytes / system I/O bandwidth
+Bytes per level: sram (each kernel's operands and results), fabric (what it sends on), memoryx
+(weights streamed in, in streaming mode).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hardware_models.plan import Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work
+from hardware_models.target import Target
+from reference.ir import Module, module_stats
+
+
+def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
+    graph = ValueGraph(plan.ops)
+    main = module.main
+    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    capacity = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
+    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
+    hidden, layers = (calls[0].result_types[0].nbytes, calls[0].trip_count) if calls else (sum(t.nbytes for t in main.results), 1)
+    wafers = max(1, math.ceil(needed / capacity))
+    io = target["interconnect.system_io_bytes_per_s"]
+    split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
+    stream_s = needed / io
+    streaming = wafers > 1 and stream_s < split_s
+    if wafers == 1:
+        mode = "resident on one wafer"
+    elif streaming:
+        mode = "streamed from MemoryX"
+    else:
+        mode = f"split over {wafers} wafers"
+    used = 1 if streaming else wafers
+    pes = target["chip.pes"] * used
+    sram_per_pe = capacity / target["chip.pes"]
+    work = {g.id: group_work(plan, module, g) for g in plan.groups}
+    total_flops = sum(work[g.id][0] * g.repeats for g in plan.groups) or 1
+    io_of = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
+    weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v not in graph.producer) for g in plan.groups}
+    holding = {g.id: 0 if streaming else math.ceil(weights_of[g.id] / sram_per_pe) for g in plan.groups}
+    left = max(0, pes - sum(holding[g.id] * g.repeats for g in plan.groups))
+    divisions, placements = {}, {}
+    for g in plan.groups:
+        inputs, outputs = io_of[g.id]
+        weights = weights_of[g.id]
+        region = max(1, holding[g.id] + math.floor(left * work[g.id][0] / total_flops))
+        divisions[g.id] = WorkDivision(region, region)
+        levels = [("sram", work[g.id][2]), ("fabric", sum(graph.nbytes(v) for v in outputs))]
+        if streaming:
+            levels.append(("memoryx", weights))
+        if g.kind == "fallback":
+            levels = [("host", sum(graph.nbytes(v) for v in inputs + outputs)), *levels]
+        placements[g.id] = Placement(tuple(levels))
+    groups = plan.groups
+    if wafers > 1 and not streaming:
+        groups += (Group(len(groups), "transfer", (), "main", wafers - 1, "wafer hop"),)
+    holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
+    notes = (f"weights {mode}: {needed / 1e9:.2f} GB against {capacity / 1e9:.1f} GB of usable SRAM a wafer"
+             + (f"; a pass costs {split_s * 1e3:.3f} ms of hops split, {stream_s * 1e3:.3f} ms streamed" if wafers > 1 else ""),
+             f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by FLOPs")
+    partition = Partition(used, 1, needed, capacity, hidden, layers, mode)
+    return plan.with_(groups=groups, divisions=divisions, placements=placements, partition=partition, notes=plan.notes + notes)
