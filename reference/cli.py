@@ -407,15 +407,15 @@ def roofline(name, target_name, side, shapes, dtype, flat, from_file, settings, 
     """Draw NAME's kernels on the target's roofline (PNG or SVG), schedule-bound ones marked."""
     from pathlib import Path
 
-    from hardware_models.cost.roofline import plot_roofline
+    from hardware_models.cost.roofline import plot_roofline, schedule_spans
     from reference.errors import UnknownName
 
     suffix = Path(out_path).suffix.lower()
     if suffix not in (".png", ".svg"):
         raise UnknownName("roofline output format", suffix or out_path, (".png", ".svg"))
-    target, _, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    target, plan, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-    points = plot_roofline(result, target, out_path)
+    points = plot_roofline(result, target, out_path, schedule_spans(plan, target))
     counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}
     click.echo(f"wrote {out_path}: {len(points)} kernels ({', '.join(f'{k} {v}' for k, v in counts.items())})")
 

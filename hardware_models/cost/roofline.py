@@ -4,6 +4,9 @@
     ceiling(I) = min(compute peak, I * bandwidth) for each memory level with a bandwidth
 A point far below both ceilings is schedule-bound: its time is launch, fill and drain, padding
 or wave quantization, which no roofline of compute and memory shows; those points are marked.
+On a statically scheduled target (the LPU) an op's time in the estimate is what it adds to the
+makespan; the roofline uses its own span on its unit instead (`spans`), so overlap does not
+make it look faster than the hardware.
 """
 
 from __future__ import annotations
@@ -25,15 +28,25 @@ class Point:
     bottleneck: str
 
 
-def roofline_points(est: Estimate, level: str = "hbm") -> list[Point]:
-    """One point per kernel that does arithmetic and touches the main memory `level`."""
+def roofline_points(est: Estimate, level: str = "hbm", spans: dict[int, float] | None = None) -> list[Point]:
+    """One point per kernel that does arithmetic and touches the main memory `level`; `spans`
+    (group -> seconds) replaces a kernel's time where given."""
     points = []
     for g in est.groups:
         c = g.cost
         hbm = c.bytes_at(level)
-        if c.flops and hbm and c.time_s:
-            points.append(Point(g.group, "+".join(g.ops), c.flops / hbm, c.flops / c.time_s, c.bottleneck))
+        seconds = (spans or {}).get(g.group, c.time_s)
+        if c.flops and hbm and seconds:
+            points.append(Point(g.group, "+".join(g.ops), c.flops / hbm, c.flops / seconds, c.bottleneck))
     return points
+
+
+def schedule_spans(plan, target: Target) -> dict[int, float]:
+    """Each statically scheduled op's own span in seconds (empty for targets without a schedule)."""
+    if not plan.schedule:
+        return {}
+    clock = target["chip.clock_hz"]
+    return {g: max(slot.finish - slot.start, 1) / clock for g, slot in plan.schedule.items()}
 
 
 def ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
@@ -49,23 +62,30 @@ def ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 
         compute = {"MXU bf16": target["peak.bf16_flop_per_s"], "VPU": vpu_rate(target)}
         memory = {"HBM": target["memory.hbm_bytes_per_s"], "VMEM": target["memory.vmem_bytes_per_s"]}
-    else:
+    elif target.family == "spyre":
         cores = target["chip.cores"]
         compute = {"matmul fp16": 2 * cores * target["fitted.matmul_mac_per_s_per_core"],
                    "vector": cores * target["chip.vector_ops_per_s_per_core"]}
         memory = {"LPDDR5": target["fitted.lpddr5_one_way_bytes_per_s"]}
+    elif target.family == "lpu":
+        compute = {"MXM fp16": target["peak.fp16_flop_per_s"], "VXM": target["chip.vector_alus"] * target["chip.clock_hz"]}
+        memory = {"SRAM": target["memory.sram_bytes_per_s"]}
+    else:
+        compute = {"wafer fp16": target["peak.fp16_flop_per_s"] * target["fitted.compute_efficiency"]}
+        memory = {"SRAM": target["memory.sram_bytes_per_s"], "fabric": target["interconnect.fabric_bytes_per_s"]}
     return compute, memory
 
 
-def plot_roofline(est: Estimate, target: Target, path: str) -> list[Point]:
-    """Draw the roofline to `path` (.png or .svg, by its suffix); returns the points drawn."""
+def plot_roofline(est: Estimate, target: Target, path: str, spans: dict[int, float] | None = None) -> list[Point]:
+    """Draw the roofline to `path` (.png or .svg, by its suffix); returns the points drawn.
+    `spans`: `schedule_spans(plan, target)` for a statically scheduled target."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    points = roofline_points(est, target.main_memory_level)
+    points = roofline_points(est, target.main_memory_level, spans)
     compute, memory = ceilings(target)
     lo = min([p.intensity for p in points] + [0.1]) / 2
     hi = max([p.intensity for p in points] + [max(compute.values()) / min(memory.values())]) * 4
