@@ -10,6 +10,7 @@ Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per 
                         (G41's note, measured on an H100: 1.5 us)
     gemm_efficiency   = busy_s at efficiency 1 / (measured time - launch_overhead_s)
                         measured time = 2 M N K / measured FLOP/s                          (G23, G27, G28)
+    allreduce_bus_bytes_per_s = NCCL's bus bandwidth for 8 GB on 8 GPUs                    (G33, G34, G35)
 
 `check` runs the model on every row, fitted or not (the other GEMM sizes, the large vector
 add), and reports prediction against measurement.
@@ -36,7 +37,7 @@ class Row:
     size: int      # M = N = K for a GEMM, elements for a stream, the side of a square matrix
     dtype: str
     measured: float
-    unit: str      # "flop_per_s", "bytes_per_s", "s" or "mac_per_s_per_core"
+    unit: str      # "flop_per_s", "bytes_per_s", "s", "mac_per_s_per_core" or "bus_bytes_per_s"
 
 
 # Which workload each row measured (its "model" and "precision" columns, read once by hand).
@@ -55,6 +56,9 @@ ROWS = (
     Row("G32", "a100", "triad", 2**28, "f32", 1.70e12, "bytes_per_s"),
     Row("G41", "h100", "add", 1024**3, "f32", 4.1e-3, "s"),
     Row("G41", "h100", "add", 65536, "f32", 1.5e-6, "s"),  # the row's note: "N=65,536 measured ~1.5 us"
+    Row("G33", "h100", "allreduce", 8 * 10**9, "bf16", 478.87e9, "bus_bytes_per_s"),
+    Row("G34", "h200", "allreduce", 8 * 10**9, "bf16", 479.98e9, "bus_bytes_per_s"),
+    Row("G35", "a100", "allreduce", 8 * 10**9, "bf16", 231.58e9, "bus_bytes_per_s"),
     Row("S01", "spyre", "reduce", 4096, "f16", 150e9, "bytes_per_s"),
     Row("S02", "spyre", "negate", 4096, "f16", 105e9, "bytes_per_s"),
     Row("S03", "spyre", "gemm", 4096, "f16", 1140e9, "mac_per_s_per_core"),
@@ -68,8 +72,8 @@ SPYRE_FITS = {
     "S03": "fitted.matmul_mac_per_s_per_core", "S04": "fitted.bmm_mac_per_s_per_core",
     "S05": "fitted.bmm_small_batch_mac_per_s_per_core", "S06": "fitted.restickify_bytes_per_s",
 }
-# Rows the GPU models cannot check yet: NCCL all-reduce needs the multi-chip model.
-NOT_MODELED = ("G33", "G34", "G35")
+NOT_MODELED: tuple[str, ...] = ()  # every row of the table is checked
+ALLREDUCE_GPUS = 8  # G33-G35 ran on 8-GPU nodes
 
 
 def read_csv(path: Path = KERNELS_CSV) -> dict[str, dict]:
@@ -152,8 +156,13 @@ def row_amount(row: Row, target) -> float:
 
 def predict(row: Row, target) -> float:
     """The model's figure for the row, in the row's unit."""
+    from hardware_models.cost.model import allreduce_cost
     from hardware_models.estimate import estimate
 
+    if row.workload == "allreduce":  # the collective a tensor-parallel partition adds, as NCCL reports it
+        n = ALLREDUCE_GPUS
+        time_s = allreduce_cost(row.size, n, target["fitted.allreduce_bus_bytes_per_s"], target["schedule.collective_latency_s"]).time_s
+        return 2 * (n - 1) / n * row.size / time_s
     time_s = estimate(row_module(row), target).total.time_s
     return time_s if row.unit == "s" else row_amount(row, target) / time_s
 
@@ -169,7 +178,8 @@ def refit(target) -> dict[str, float]:
 
     cited = {key: q.calibration_row for key, q in target.quantities.items() if q.calibration_row}
     rows = {(r.id, r.target): r for r in ROWS}
-    out = {key: rows[(row, target.name)].measured for key, row in cited.items() if SPYRE_FITS.get(row) == key}
+    out = {key: rows[(row, target.name)].measured for key, row in cited.items()
+           if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"}
     if "fitted.hbm_efficiency" in cited:
         row = rows[(cited["fitted.hbm_efficiency"], target.name)]
         out["fitted.hbm_efficiency"] = row.measured / target["memory.hbm_bytes_per_s"]

@@ -25,6 +25,7 @@ from hardware_models.passes.place_layers import place_layers
 from hardware_models.passes.plan_scratchpad import plan_scratchpad
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.passes.schedule_static import schedule_static
+from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
 from hardware_models.passes.stickify import stickify
 from hardware_models.plan import Plan, expand_workload
 from hardware_models.target import Target
@@ -36,6 +37,7 @@ PIPELINES = {
         resolve_dtypes,  # first because a type the target lacks is an error before any work
         assign_groups,
         partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
+        shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
         pad_to_tiles,  # after fusion because only contraction groups are tiled, once
         partial(place_buffers, level=GPU_L2),  # after pad_to_tiles because re-reads follow the reuse block
     ),
@@ -43,6 +45,7 @@ PIPELINES = {
         resolve_dtypes,
         assign_groups,
         partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+        shard_tensor_parallel,
         pad_to_tiles,
         partial(place_buffers, level=TPU_VMEM),
     ),
@@ -50,6 +53,7 @@ PIPELINES = {
         resolve_dtypes,
         assign_groups,
         partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
+        shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
         stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
         insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
         pad_to_tiles,  # 8-row passes, n and k to whole sticks
@@ -80,24 +84,27 @@ def pass_name(step) -> str:
     return step.func.__name__ if isinstance(step, partial) else step.__name__
 
 
-def compile_plan(module: Module, target: Target, stop_after: str | None = None) -> Plan:
+def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None) -> Plan:
     """Run the target family's pipeline over the IR: the compiled result, as data.
 
     Args:
         module: the IR (from either side, or a StableHLO file).
         target: a loaded target (`hardware_models.target.get_target`).
         stop_after: the name of a pass to stop after (to inspect an intermediate plan).
+        chips: how many chips (wafers on Cerebras) to use, instead of the fewest that hold the
+            program's arguments.
 
     Raises:
         UnsupportedDtype: the program uses a floating type the target lacks.
         UnknownName: an unknown pass name.
+        InvalidShape: fewer chips than the program needs.
     """
     pipeline = PIPELINES[target.family]
     names = [pass_name(step) for step in pipeline]
     if stop_after is not None and stop_after not in names:
         raise UnknownName("pass", stop_after, names)
     ops, notes = expand_workload(module)
-    plan = Plan(target.name, ops, notes=notes)
+    plan = Plan(target.name, ops, notes=notes, requested_chips=chips)
     for step, name in zip(pipeline, names):
         plan = step(module, plan, target)
         plan = plan.with_(passes=plan.passes + ((name, len(plan.groups)),))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from reference.ir import Module, Op, TensorType, category, module_stats
+from reference.ir import Module, Op, TensorType, category
 from reference.ir.counters import contraction_flops, op_cost
 
 # Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
@@ -214,6 +214,12 @@ class Partition:
         return ceil_div(self.chips, self.tensor_parallel)
 
 
+def shard_factor(plan: "Plan", group: "Group") -> int:
+    """How many chips split this group's contraction (tensor parallelism); 1 otherwise."""
+    p = plan.partition
+    return p.tensor_parallel if p and group.kind == "contraction" and p.mode == "tensor parallel" else 1
+
+
 @dataclass(frozen=True)
 class Plan:
     target: str
@@ -226,6 +232,7 @@ class Plan:
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
     schedule: dict[int, Slot] = field(default_factory=dict)
     partition: Partition | None = None
+    requested_chips: int | None = None  # --chips: the user's count instead of the compiler's
     notes: tuple[str, ...] = ()
     passes: tuple[tuple[str, int], ...] = ()  # (pass name, groups after it)
 
@@ -458,12 +465,3 @@ def gemm_shape(op: Op, runs_as: str) -> GemmShape:
     assert shape.flops == contraction_flops(op), "implicit GEMM must keep the convolution's FLOPs"
     return shape
 
-
-def capacity_notes(module: Module, target) -> tuple[str, ...]:
-    """A note when the program's arguments (weights, inputs, KV cache; a block's weights once per
-    layer) exceed the chip's main memory: the estimate then assumes a chip that held them."""
-    needed = module_stats(module, tuple(range(len(module.main.args)))).param_bytes
-    if needed <= target.main_memory_bytes:
-        return ()
-    return (f"the arguments need {needed / 1e9:.1f} GB, more than {target.name}'s "
-            f"{target.main_memory_bytes / 1e9:.0f} GB of main memory: one chip cannot hold them",)

@@ -317,17 +317,19 @@ def _estimate_options(fn):
     fn = _shape_options(fn)
     fn = click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)(fn)
     fn = click.option("--target", "target_name", required=True, help="A target from `landscape targets` (h100, tpu-v5e, ...).")(fn)
+    fn = click.option("--chips", type=click.IntRange(min=1), default=None,
+                      help="Chips (wafers on Cerebras) to spread the program over; default: the fewest that hold it.")(fn)
     return fn
 
 
-def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings):
+def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings, chips=None):
     """(target, plan, estimate) for NAME lowered on one side, or a StableHLO file."""
     from hardware_models.estimate import estimate as estimate_module
     from hardware_models.pipelines import compile_plan
 
     target = load_target(target_name, settings)  # checked before the (slow) lowering
     lowering = _lowering_for(command, name, from_file, side, shapes, dtype, flat)
-    plan = compile_plan(lowering.module, target)
+    plan = compile_plan(lowering.module, target, chips=chips)
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
     return target, plan, estimate_module(lowering.module, target, label, plan)
 
@@ -339,7 +341,7 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, show_plan, trace_path, as_json) -> None:
+def estimate(name, chips, target_name, side, shapes, dtype, flat, from_file, settings, show_plan, trace_path, as_json) -> None:
     """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
 
     NAME is lowered on one side, compiled by the target's passes (fusion, tiling and padding,
@@ -351,7 +353,7 @@ def estimate(name, target_name, side, shapes, dtype, flat, from_file, settings, 
         from hardware_models.trace import check_traceable
 
         check_traceable(load_target(target_name, settings))
-    target, plan, result = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    target, plan, result = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file, settings, chips)
     if trace_path:
         from pathlib import Path
 
@@ -403,7 +405,7 @@ def _render_estimate(result) -> None:
 @click.argument("name", required=False)
 @_estimate_options
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output file: .png or .svg.")
-def roofline(name, target_name, side, shapes, dtype, flat, from_file, settings, out_path) -> None:
+def roofline(name, chips, target_name, side, shapes, dtype, flat, from_file, settings, out_path) -> None:
     """Draw NAME's kernels on the target's roofline (PNG or SVG), schedule-bound ones marked."""
     from pathlib import Path
 
@@ -413,7 +415,7 @@ def roofline(name, target_name, side, shapes, dtype, flat, from_file, settings, 
     suffix = Path(out_path).suffix.lower()
     if suffix not in (".png", ".svg"):
         raise UnknownName("roofline output format", suffix or out_path, (".png", ".svg"))
-    target, plan, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings)
+    target, plan, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings, chips)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     points = plot_roofline(result, target, out_path, schedule_spans(plan, target))
     counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}

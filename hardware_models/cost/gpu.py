@@ -26,10 +26,11 @@ e against 1.11 ms of useful compute / e.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
+from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
+from reference.ir.counters import contraction_flops
 
 TENSOR_PEAK_KEYS = {
     "bf16": "peak.bf16_flop_per_s", "f16": "peak.fp16_flop_per_s", "f8E4M3FN": "peak.fp8_flop_per_s",
@@ -54,6 +55,8 @@ def hbm_rate(target: Target) -> float:
 
 
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    if group.kind == "transfer":
+        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
@@ -67,8 +70,8 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         tm, tn, _ = tiling.tile
         tile_s = 2 * tm * tn * tiling.padded[2] / (peak / target["chip.sm_count"])
         compute_s = tiling.shape.flops / peak
-        epilogue_s = (flops - tiling.shape.flops) / vector_rate(target) + sfu_s
+        epilogue_s = (flops - contraction_flops(plan.ops[group.members[0]].op)) / vector_rate(target) + sfu_s
         busy_s = tiling.steps * tile_s + epilogue_s
-        return roofline_cost(flops, tiling.padded_flops + flops - tiling.shape.flops, compute_s + epilogue_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+        return roofline_cost(flops, tiling.padded_flops, compute_s + epilogue_s, dict(placement.bytes), memory_s, busy_s, launch_s)
     compute_s = flops / vector_rate(target) + sfu_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

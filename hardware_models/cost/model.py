@@ -81,6 +81,21 @@ def host_fallback_cost(flops: int, bytes_: dict, host_bytes_per_s: float, fixed_
     return roofline_cost(flops, flops, 0.0, bytes_, {"host": bytes_["host"] / host_bytes_per_s}, 0.0, fixed_s)
 
 
+def allreduce_cost(hidden_bytes: int, chips: int, bus_bytes_per_s: float, latency_s: float) -> Cost:
+    """A ring all-reduce of `hidden_bytes` over `chips`: latency + 2 (N - 1) / N * bytes / bus bandwidth
+    (NCCL's "bus bandwidth" is defined so that this holds)."""
+    moved = 2 * (chips - 1) / chips * hidden_bytes
+    link_s = moved / bus_bytes_per_s
+    return Cost(0, 0, 0.0, latency_s, latency_s + link_s, (("interconnect", int(moved)),), (("interconnect", link_s),))
+
+
+def transfer_cost(plan, target) -> Cost:
+    """The all-reduce a tensor-parallel partition adds (shard_tensor_parallel), on any target
+    with `allreduce_bus_bytes_per_s` (measured on GPUs, in [fitted]; from the links elsewhere)."""
+    bus = target.get("fitted.allreduce_bus_bytes_per_s") or target["interconnect.allreduce_bus_bytes_per_s"]
+    return allreduce_cost(plan.partition.hidden_bytes, plan.partition.chips, bus, target["schedule.collective_latency_s"])
+
+
 @dataclass(frozen=True)
 class GroupCost:
     """One kernel (fused group) of the plan and the cost of one execution of it."""

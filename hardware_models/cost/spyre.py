@@ -19,7 +19,7 @@ assumed 5 us per kernel.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
+from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -38,6 +38,8 @@ def lpddr5_seconds(read: int, write: int, target: Target) -> float:
 
 
 def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    if group.kind == "transfer":
+        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
@@ -55,7 +57,7 @@ def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
         rate = matmul_rate(target, tiling.shape.batch)
         compute_s = tiling.shape.flops / 2 / (cores * rate)
         busy_s = tiling.padded_flops / 2 / division.units * division.per_core / rate
-        return roofline_cost(flops, tiling.padded_flops + flops - tiling.shape.flops, compute_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+        return roofline_cost(flops, tiling.padded_flops, compute_s, dict(placement.bytes), memory_s, busy_s, launch_s)
     vector_rate = target["chip.vector_ops_per_s_per_core"]
     compute_s = (flops + transcendentals) / (cores * vector_rate)
     busy_s = (flops + transcendentals) / division.units * division.per_core / vector_rate

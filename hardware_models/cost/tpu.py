@@ -25,10 +25,11 @@ Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
+from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
+from reference.ir.counters import contraction_flops
 
 
 def vpu_rate(target: Target) -> float:
@@ -44,6 +45,8 @@ def mxu_peak(target: Target, dtype: str) -> float:
 
 
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    if group.kind == "transfer":
+        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
@@ -60,7 +63,7 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         eff = target.get("fitted.gemm_efficiency", 1.0)
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
         busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
-        vector_s += (flops - tiling.shape.flops) / vpu_rate(target)
-        return roofline_cost(flops, tiling.padded_flops + flops - tiling.shape.flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
+        vector_s += (flops - contraction_flops(plan.ops[group.members[0]].op)) / vpu_rate(target)
+        return roofline_cost(flops, tiling.padded_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
     compute_s = flops / vpu_rate(target) + vector_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

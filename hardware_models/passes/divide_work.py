@@ -19,7 +19,7 @@ def divide_work(module: Module, plan: Plan, target: Target) -> Plan:
     cores = int(target["chip.cores"])
     divisions = {}
     for group in plan.groups:
-        if group.kind == "fallback":
+        if group.kind in ("fallback", "transfer"):
             continue
         if group.kind == "contraction":
             units = plan.tilings[group.id].units  # pad_to_tiles: 8-row passes x output sticks

@@ -44,9 +44,9 @@ def insert_restickify(module: Module, plan: Plan, target: Target) -> Plan:
     graph = ValueGraph(plan.ops)
     found = []
     for group in plan.groups:
-        first = plan.ops[group.members[0]]
-        if group.kind != "contraction" or first.op.short_name not in ("dot_general", "dot"):
+        if group.kind != "contraction" or plan.ops[group.members[0]].op.short_name not in ("dot_general", "dot"):
             continue
+        first = plan.ops[group.members[0]]
         for operand, wanted in zip(first.operands[:2], required_stick_dims(first.op)):
             root = graph.root(operand)
             if root not in graph.producer:

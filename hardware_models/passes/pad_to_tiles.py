@@ -28,9 +28,10 @@ blocks in ceil(2048 / 132) = 16 waves: 3% of the last wave's slots idle.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
-from hardware_models.plan import GemmShape, Plan, Tiling, ceil_div, gemm_shape, round_up
+from hardware_models.plan import GemmShape, Plan, Tiling, ceil_div, gemm_shape, round_up, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.ir.graph import ELEMENT_BYTES
@@ -49,6 +50,7 @@ def pad_to_tiles(module: Module, plan: Plan, target: Target) -> Plan:
             continue
         op = plan.ops[group.members[0]].op
         shape = gemm_shape(op, target.runs_as(op.operand_types[0].dtype))
+        shape = replace(shape, n=ceil_div(shape.n, shard_factor(plan, group)))  # this chip's columns
         tilings[group.id] = TILINGS[target.family](shape, target, op.result_types[0].nbytes)
     return plan.with_(tilings=tilings) if tilings else plan
 

@@ -20,6 +20,7 @@ import math
 
 from hardware_models.plan import Group, Partition, Plan
 from hardware_models.target import Target
+from reference.errors import InvalidShape
 from reference.ir import Module, module_stats
 
 
@@ -36,6 +37,10 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
         layer_bytes, hidden_bytes, layers = needed, sum(t.nbytes for t in main.results), 1
     tensor_parallel = max(1, math.ceil(layer_bytes / usable))
     chips = max(math.ceil(needed / usable), tensor_parallel)
+    if plan.requested_chips is not None:
+        if plan.requested_chips < chips:
+            raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")
+        chips = plan.requested_chips
     partition = Partition(chips, tensor_parallel, needed, usable, hidden_bytes, layers)
     if chips == 1:
         return plan.with_(partition=partition)

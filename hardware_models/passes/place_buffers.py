@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.plan import Placement, Plan, ValueGraph, capacity_notes, ceil_div, group_inputs, group_outputs, group_work
+from hardware_models.plan import Placement, Plan, ValueGraph, ceil_div, group_inputs, group_outputs, group_work, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -52,6 +52,8 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
         for value in group_outputs(plan, graph, group):
             produced_by[value] = group.id
     for group in plan.groups:
+        if group.kind == "transfer":  # chip-to-chip traffic: costed from the partition
+            continue
         inputs = group_inputs(plan, graph, group)
         outputs = group_outputs(plan, graph, group)
         out_bytes = sum(graph.nbytes(v) for v in outputs)
@@ -61,6 +63,7 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
             and graph.nbytes(v) <= target[level.capacity_key] * RESIDENT_FRACTION
         )
         in_bytes = {v: graph.nbytes(v) for v in inputs}
+        shards = shard_factor(plan, group)  # tensor parallel: this chip's weight columns and output
         if group.kind == "fallback":
             total = sum(in_bytes.values()) + out_bytes
             placements[group.id] = Placement((("host", total), ("hbm", total)))
@@ -69,6 +72,8 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
         if group.kind == "contraction":
             first = plan.ops[group.members[0]]
             a, b = (graph.root(v) for v in first.operands[:2])
+            in_bytes[b] = ceil_div(in_bytes[b], shards)
+            out_bytes = ceil_div(out_bytes, shards)
             tiling = plan.tilings[group.id]
             mp, np_, _ = tiling.padded
             bm, bn = tiling.block
@@ -85,4 +90,4 @@ def place_buffers(module: Module, plan: Plan, target: Target, level: OnChipLevel
             if level.name != "l2":
                 on_chip = max(on_chip, group_work(plan, module, group)[2])
         placements[group.id] = Placement((("hbm", hbm), (level.name, on_chip)), resident)
-    return plan.with_(placements=placements, notes=plan.notes + capacity_notes(module, target))
+    return plan.with_(placements=placements)

@@ -20,6 +20,7 @@ import math
 
 from hardware_models.plan import Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work
 from hardware_models.target import Target
+from reference.errors import InvalidShape
 from reference.ir import Module, module_stats
 
 
@@ -35,6 +36,13 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
     stream_s = needed / io
     streaming = wafers > 1 and stream_s < split_s
+    if plan.requested_chips is not None:  # --chips: the user's wafer count
+        if 1 < plan.requested_chips < wafers:
+            raise InvalidShape(target.name, "chips", plan.requested_chips,
+                               f"the arguments need {wafers} wafers split, or 1 with weights streamed")
+        streaming = wafers > 1 and plan.requested_chips == 1
+        wafers = plan.requested_chips if not streaming else wafers
+        split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
     if wafers == 1:
         mode = "resident on one wafer"
     elif streaming:

@@ -17,7 +17,7 @@ Split accounts for the cost model: read, write, spilled and restickified bytes.
 
 from __future__ import annotations
 
-from hardware_models.plan import Placement, Plan, ValueGraph, capacity_notes, group_inputs, group_outputs
+from hardware_models.plan import Placement, Plan, ValueGraph, ceil_div, group_inputs, group_outputs, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -37,9 +37,16 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
     kept: dict[str, float] = {}  # value -> bytes per core held in LX
     placements = {}
     for g in plan.groups:
+        if g.kind == "transfer":  # chip-to-chip traffic: costed from the partition
+            continue
         inputs, outputs = io[g.id]
         cores = plan.divisions[g.id].cores if g.id in plan.divisions else 1
         padded = {v: plan.layouts[v].padded_bytes for v in inputs + outputs}
+        shards = shard_factor(plan, g)
+        if shards > 1:  # tensor parallel: this card's weight columns and output
+            weight = graph.root(plan.ops[g.members[0]].operands[1])
+            for v in [weight, *outputs]:
+                padded[v] = ceil_div(padded[v], shards)
         resident = tuple(v for v in inputs if v in kept)
         read = sum(padded[v] for v in inputs if v not in kept)
         for value in inputs:
@@ -57,4 +64,4 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
         lpddr5 = read + write + restickified
         split = (("read", read), ("write", write), ("spilled", spilled), ("restickify", restickified))
         placements[g.id] = Placement((("lpddr5", lpddr5), ("lx", sum(padded.values()))), resident, split)
-    return plan.with_(placements=placements, notes=plan.notes + capacity_notes(module, target))
+    return plan.with_(placements=placements)

@@ -59,11 +59,14 @@ hbm_bytes = { value = 16e9, source = "P GCP" }
 hbm_bytes_per_s = { value = 8.19e11, source = "P GCP" }
 vmem_bytes_per_tensorcore = { value = 134217728, source = "P tpu_info" }
 vmem_bytes_per_s = { value = 1.8e13, source = "D SB", derivation = "memory.hbm_bytes_per_s * 22" }
+usable_fraction = { value = 0.9, source = "U" }
 [interconnect]
 ici_bytes_per_s_per_link = { value = 45e9, source = "P SB" }
 host_bytes_per_s = { value = 31.5e9, source = "U" }
+allreduce_bus_bytes_per_s = { value = 90e9, source = "D", derivation = "interconnect.ici_bytes_per_s_per_link * 2" }
 [schedule]
 launch_overhead_s = { value = 5e-7, source = "U" }
+collective_latency_s = { value = 1e-5, source = "U" }
 [dtypes]
 native = ["bf16", "f32"]
 emulated = { f16 = "f32" }

@@ -1,0 +1,42 @@
+"""shard_tensor_parallel: split a model over chips when one cannot hold it (GPU, TPU, Spyre).
+
+Megatron-style tensor parallelism over N chips: every contraction's output columns are split,
+so each chip computes ceil(n / N) of them and holds 1 / N of the weights (pad_to_tiles and the
+placement passes read the factor through `shard_factor`); elementwise work and norms are
+replicated (an upper bound: attention's per-head work would split too). Each layer then ends
+its attention and its MLP with an all-reduce of the hidden state, added as transfer groups:
+
+    chips      = --chips N, or the smallest power of two with N * usable memory >= the program's
+                 arguments (weights, inputs, KV cache)
+    all-reduce = collective_latency_s + 2 (N - 1) / N * hidden bytes / all-reduce bus bandwidth
+                 (ring; the bus bandwidth is NCCL's measured figure on GPUs, G33-G35)
+                 2 per layer for a regional model, 1 for a flat program
+"""
+
+from __future__ import annotations
+
+import math
+
+from hardware_models.plan import Group, Partition, Plan
+from hardware_models.target import Target
+from reference.errors import InvalidShape
+from reference.ir import Module, module_stats
+
+
+def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
+    main = module.main
+    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    usable = target.main_memory_bytes * target["memory.usable_fraction"]
+    least = max(1, math.ceil(needed / usable))
+    chips = plan.requested_chips or 2 ** math.ceil(math.log2(least))
+    if chips < least:
+        raise InvalidShape(target.name, "chips", chips, f"the arguments need {needed / 1e9:.1f} GB: at least {least} chips of {usable / 1e9:.1f} GB usable")
+    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
+    hidden, layers = (calls[0].result_types[0].nbytes, calls[0].trip_count) if calls else (sum(t.nbytes for t in main.results), 1)
+    partition = Partition(chips, chips, needed, usable, hidden, layers, "tensor parallel" if chips > 1 else "")
+    if chips == 1:
+        return plan.with_(partition=partition)
+    reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if calls else 1, "all-reduce")
+    note = (f"{needed / 1e9:.1f} GB of arguments over {usable / 1e9:.1f} GB usable per chip: tensor parallel over "
+            f"{chips} chips, {reduces.repeats} all-reduces of {hidden / 1e6:.3f} MB")
+    return plan.with_(groups=plan.groups + (reduces,), partition=partition, notes=plan.notes + (note,))
