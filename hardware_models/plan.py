@@ -342,6 +342,20 @@ def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, .
     return tuple(planned), tuple(notes)
 
 
+def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
+    """Qualified values that are the program's own arguments (weights, inputs, caches): main's
+    arguments, and a called function's arguments bound to them (a regional block's weights)."""
+    params = {f"main{name}" for name, _ in module.main.args}
+    for p in plan.ops:
+        if p.op.short_name != "call" or p.index + 1 >= len(plan.ops):
+            continue
+        child = plan.ops[p.index + 1].instance  # expand_workload puts the callee's ops right after the call
+        for (name, _), operand in zip(module.function(p.op.callee).args, p.operands):
+            if operand in params:
+                params.add(f"{child}{name}")
+    return frozenset(params)
+
+
 def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
     return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views

@@ -422,6 +422,70 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, from_file, set
     click.echo(f"wrote {out_path}: {len(points)} kernels ({', '.join(f'{k} {v}' for k, v in counts.items())})")
 
 
+PRECISIONS = {"bf16": "bfloat16", "fp16": "float16", "fp8": None, "int8": None}
+
+
+@cli.command()
+@click.option("--model", "model_name", required=True, help="A published model config (llama-3.1-8b, ...; see `landscape kernels`).")
+@click.option("--target", "target_name", required=True, help="A target from `landscape targets`.")
+@click.option("--chips", type=click.IntRange(min=1), default=None, help="Chips (wafers) to use; default: the fewest that hold the model and its cache.")
+@click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--input-len", "input_len", type=click.IntRange(min=1), default=2048, show_default=True)
+@click.option("--output-len", "output_len", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--precision", type=click.Choice(tuple(PRECISIONS)), default="bf16", show_default=True,
+              help="Weights and activations; fp8 and int8 are not modelled yet.")
+@click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
+@click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def predict(model_name, target_name, chips, batch, input_len, output_len, precision, side, settings, as_json) -> None:
+    """Predict how fast MODEL serves on a target: time to first token, decode step, tokens/s.
+
+    The model is lowered twice (prefill of --input-len tokens; one decode step against a cache of
+    input + output tokens), and both graphs are compiled and costed by the target's pipeline.
+    """
+    from hardware_models.predict import predict_inference
+    from reference.catalogue import get_entry
+    from reference.errors import UnknownName, UnsupportedDtype
+    from reference.dtypes import numpy_dtype
+    from reference.models import get_model
+
+    dtype = PRECISIONS[precision]
+    if dtype is None:
+        raise UnsupportedDtype("predict", precision, [p for p, d in PRECISIONS.items() if d])
+    entry = get_entry(model_name)
+    if entry.kind != "model":
+        raise UnknownName("model config", model_name, [n for n in _model_names()])
+    target = load_target(target_name, settings)  # checked before the (slow) lowering
+    config = get_model(model_name)
+    tokens = input_len + output_len
+    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype)
+    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype)
+    result = predict_inference(prefill.module, decode.module, target, model=model_name, batch=batch, input_len=input_len,
+                               output_len=output_len, kv_cache_bytes=config.kv_cache_bytes(batch, tokens, numpy_dtype(dtype).itemsize),
+                               chips=chips)
+    data = result.to_dict()
+    if as_json:
+        _print_json(data)
+        return
+    click.echo(
+        f"{model_name} on {target_name} ({data['chips']} chip{'s' if data['chips'] > 1 else ''}, {precision}, batch {batch}, "
+        f"{input_len} in / {output_len} out, {side} lowering)\n"
+        f"  time to first token   {data['ttft_s'] * 1e3:10.3f} ms\n"
+        f"  decode step           {data['decode_step_s'] * 1e3:10.3f} ms   ({data['bottleneck']}-bound)\n"
+        f"  tokens/s per user     {data['tokens_per_s_per_user']:10.1f}\n"
+        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}\n"
+        f"  KV cache              {data['kv_cache_bytes'] / 1e9:10.3f} GB in {data['kv_cache_location']}"
+    )
+    for note in dict.fromkeys(data["prefill"]["notes"] + data["decode"]["notes"]):
+        click.echo(f"  note: {note}")
+
+
+def _model_names() -> list[str]:
+    from reference.models import load_models
+
+    return sorted(load_models())
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

@@ -59,6 +59,14 @@ class ModelConfig:
     def uses_rope(self) -> bool:
         return self.style == "llama"
 
+    def kv_cache_bytes(self, batch: int, tokens: int, element_bytes: int) -> int:
+        """Keys and values of every layer: 2 * layers * batch * tokens * kv_heads * head_dim * bytes.
+
+        Worked number: llama-3.1-8b, one sequence of 2304 tokens in bf16:
+        2 * 32 * 1 * 2304 * 8 * 128 * 2 = 301,989,888 bytes.
+        """
+        return 2 * self.n_layers * batch * tokens * self.n_kv_heads * self.head_dim * element_bytes
+
 
 @functools.cache
 def load_models(path: Path = MODELS_FILE) -> dict[str, ModelConfig]:

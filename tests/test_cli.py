@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -91,6 +91,9 @@ BAD_INPUTS = {
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
     "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
+    "predict fp8": (["predict", "--model", "tiny", "--target", "h100", "--precision", "fp8"], "valid: bf16, fp16"),
+    "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
+    "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
 }
 
@@ -249,3 +252,16 @@ def test_estimate_writes_a_chrome_trace_for_the_lpu(tmp_path, capsys):
     assert cli.main(["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--trace", str(path)]) == 0
     events = json.loads(path.read_text())["traceEvents"]
     assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} >= {"MXM", "VXM"}
+
+
+def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(capsys):
+    args = ["predict", "--model", "tiny", "--target", "tpu-v5e", "--input-len", "16", "--output-len", "8", "--batch", "2", "--json"]
+    assert cli.main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    keys = {"ttft_s", "decode_step_s", "tokens_per_s_per_user", "throughput_tokens_per_s", "chips", "kv_cache_bytes",
+            "kv_cache_location", "bottleneck"}
+    assert keys <= set(data)
+    assert data["tokens_per_s_per_user"] == pytest.approx(1 / data["decode_step_s"])
+    assert data["throughput_tokens_per_s"] == pytest.approx(2 / data["decode_step_s"])
+    assert data["ttft_s"] == data["prefill"]["total_time_s"] > 0
+    assert data["kv_cache_location"] == "hbm" and data["chips"] == 1

@@ -1,10 +1,18 @@
 """place_layers: lay the whole program out across the wafer, one region of PEs per kernel (Cerebras).
 
 Weights stay resident in the SRAM of the PEs that use them and activations flow over the fabric
-from region to region, layer after layer, as a pipeline. A kernel's region is sized by its share
-of the program's FLOPs, and never smaller than the PEs whose SRAM holds its weights:
+from region to region, layer after layer, as a pipeline. Every kernel first gets the PEs whose
+SRAM holds its weights (and caches); the PEs left are shared out by each kernel's share of the
+program's work, where a kernel's work is the slowest of its arithmetic and its traffic at
+whole-wafer rates (so a softmax over a long sequence, light in FLOPs and heavy in bytes, is not
+starved):
 
-    region(g) = max(1, PEs * FLOPs(g) / FLOPs(program), weight bytes(g) / usable SRAM per PE)
+    work(g)   = max(FLOPs / (e * peak), SRAM bytes / SRAM bandwidth, sent bytes / fabric bandwidth)
+    region(g) = ceil(weight bytes(g) / usable SRAM per PE) + PEs left * work(g) / total work
+
+A token crosses the regions one after another; a prefill's tokens are costed as one pass
+through every region in turn, without the overlap of token chunks in flight on different
+regions, so prefill times are an upper bound.
 
 When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
 compiler chooses the cheaper of two ways, per pass through the program, and says which:
@@ -18,7 +26,9 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work
+from hardware_models.plan import (
+    Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work, program_arguments,
+)
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module, module_stats
@@ -53,18 +63,23 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     pes = target["chip.pes"] * used
     sram_per_pe = capacity / target["chip.pes"]
     work = {g.id: group_work(plan, module, g) for g in plan.groups}
-    total_flops = sum(work[g.id][0] * g.repeats for g in plan.groups) or 1
+    rate = target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"]
+    sent = {g.id: sum(graph.nbytes(v) for v in group_outputs(plan, graph, g)) for g in plan.groups}
+    demand = {g.id: max(work[g.id][0] / rate, work[g.id][2] / target["memory.sram_bytes_per_s"],
+                        sent[g.id] / target["interconnect.fabric_bytes_per_s"]) for g in plan.groups}
+    total_demand = sum(demand[g.id] * g.repeats for g in plan.groups) or 1
     io_of = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
-    weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v not in graph.producer) for g in plan.groups}
+    arguments = program_arguments(plan, module)  # weights and caches; not activations passed to a block
+    weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v in arguments) for g in plan.groups}
     holding = {g.id: 0 if streaming else math.ceil(weights_of[g.id] / sram_per_pe) for g in plan.groups}
     left = max(0, pes - sum(holding[g.id] * g.repeats for g in plan.groups))
     divisions, placements = {}, {}
     for g in plan.groups:
         inputs, outputs = io_of[g.id]
         weights = weights_of[g.id]
-        region = max(1, holding[g.id] + math.floor(left * work[g.id][0] / total_flops))
+        region = max(1, holding[g.id] + math.floor(left * demand[g.id] / total_demand))
         divisions[g.id] = WorkDivision(region, region)
-        levels = [("sram", work[g.id][2]), ("fabric", sum(graph.nbytes(v) for v in outputs))]
+        levels = [("sram", work[g.id][2]), ("fabric", sent[g.id])]
         if streaming:
             levels.append(("memoryx", weights))
         if g.kind == "fallback":
@@ -76,6 +91,6 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
     notes = (f"weights {mode}: {needed / 1e9:.2f} GB against {capacity / 1e9:.1f} GB of usable SRAM a wafer"
              + (f"; a pass costs {split_s * 1e3:.3f} ms of hops split, {stream_s * 1e3:.3f} ms streamed" if wafers > 1 else ""),
-             f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by FLOPs")
+             f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
     partition = Partition(used, 1, needed, capacity, hidden, layers, mode)
     return plan.with_(groups=groups, divisions=divisions, placements=placements, partition=partition, notes=plan.notes + notes)

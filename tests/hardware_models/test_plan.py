@@ -47,3 +47,17 @@ def test_convolution_is_an_implicit_gemm_with_the_same_flops():
     ], "%0", y)
     shape = gemm_shape(module.main.ops[0], "f32")
     assert (shape.m, shape.n, shape.k) == (2 * 7 * 7, 7, 3 * 3 * 5)
+
+
+def test_a_blocks_arguments_bound_to_the_programs_are_arguments_and_its_activations_are_not():
+    from hardware_models.plan import Plan, program_arguments
+
+    v = TensorType((4,), "f32")
+    body = Function("block", (("%x", v), ("%w", v)), (v,), (Op("stablehlo.add", ("%0",), (v,), ("%x", "%w"), (v, v)), Op("func.return", (), (), ("%0",), (v,))))
+    first = Op("stablehlo.negate", ("%h",), (v,), ("%a",), (v,))
+    call = Op("func.call", ("%1",), (v,), ("%h", "%w"), (v, v), callee="block", trip_count=3)
+    main = Function("main", (("%a", v), ("%w", v)), (v,), (first, call, Op("func.return", (), (), ("%1",), (v,))))
+    module = Module((main, body))
+    ops, _ = expand_workload(module)
+    arguments = program_arguments(Plan("x", ops), module)
+    assert "main/1:block%w" in arguments and "main/1:block%x" not in arguments

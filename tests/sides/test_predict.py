@@ -1,0 +1,44 @@
+"""predict_inference on lowered published models: chips follow capacity, every family answers,
+and batch-1 decode is bound by moving weights (memory) or by latency (schedule), not by compute."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.predict import predict_inference
+from hardware_models.target import get_target
+from reference.catalogue import CATALOGUE
+from reference.models import get_model
+
+pytestmark = [pytest.mark.jax]
+
+
+def _predict(model, target, chips=None, input_len=128, output_len=32):
+    from jax_side.lower import lower_regional
+
+    entry = CATALOGUE[model]
+    prefill = lower_regional(model, entry.resolve({"seq": input_len}), "bfloat16").module
+    decode = lower_regional(model, entry.resolve({"seq": input_len + output_len, "mode": "decode"}), "bfloat16").module
+    cache = get_model(model).kv_cache_bytes(1, input_len + output_len, 2)
+    return predict_inference(prefill, decode, get_target(target), model=model, batch=1, input_len=input_len,
+                             output_len=output_len, kv_cache_bytes=cache, chips=chips)
+
+
+def test_kv_cache_worked_number():
+    """models.py: llama-3.1-8b, 2304 tokens in bf16: 301,989,888 bytes."""
+    assert get_model("llama-3.1-8b").kv_cache_bytes(1, 2304, 2) == 301_989_888
+
+
+@pytest.mark.parametrize("target", ["h100", "tpu-v5e", "spyre", "groq-lpu", "wse-3"])
+def test_every_family_predicts_llama_3_2_1b_at_batch_one(target):
+    result = _predict("llama-3.2-1b", target)
+    assert 0 < result.decode_step_s < result.ttft_s
+    assert result.bottleneck in ("memory", "schedule")
+
+
+def test_a_70b_model_takes_two_h100s_and_pays_for_its_all_reduces():
+    two = _predict("llama-3.1-70b", "h100")
+    eight = _predict("llama-3.1-70b", "h100", chips=8)
+    assert two.chips == 2 and eight.chips == 8
+    assert eight.decode_step_s < two.decode_step_s  # each GPU streams an eighth of the weights
+    assert "across 8 chips" in eight.kv_cache_location
