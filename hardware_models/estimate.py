@@ -32,4 +32,11 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
                   group_cost(module, plan, g, target))
         for g in plan.groups
     )
-    return Estimate(target.name, name, groups, plan.notes)
+    notes = plan.notes
+    fallbacks = [g for g in groups if g.kind == "fallback"]
+    if fallbacks:
+        spent = sum(g.cost.time_s * g.repeats for g in fallbacks)
+        total = sum(g.cost.time_s * g.repeats for g in groups)
+        names = sorted({op for g in fallbacks for op in g.ops})
+        notes += (f"host fallbacks ({', '.join(names)}) take {spent * 1e3:.3f} ms, {spent / total:.1%} of the total",)
+    return Estimate(target.name, name, groups, notes)

@@ -36,6 +36,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
         "schedule": ("launch_overhead_s", "collective_latency_s"),
         "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s"),
+        "host": ("flop_per_s",),
     },
     "tpu": {
         "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
@@ -44,6 +45,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "memory": ("hbm_bytes", "hbm_bytes_per_s", "vmem_bytes_per_tensorcore", "vmem_bytes_per_s", "usable_fraction"),
         "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s", "allreduce_bus_bytes_per_s"),
         "schedule": ("launch_overhead_s", "collective_latency_s"),
+        "host": ("flop_per_s",),
     },
     "spyre": {
         "chip": ("cores", "corelets_per_core", "pe_rows", "pe_cols", "stick_bytes", "matmul_row_pass", "vector_ops_per_s_per_core"),
@@ -53,6 +55,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "schedule": ("launch_overhead_s", "collective_latency_s"),
         "fitted": ("matmul_mac_per_s_per_core", "bmm_mac_per_s_per_core", "bmm_small_batch_mac_per_s_per_core",
                    "lpddr5_one_way_bytes_per_s", "lpddr5_read_write_bytes_per_s", "restickify_bytes_per_s"),
+        "host": ("flop_per_s",),
     },
     "lpu": {
         "chip": ("clock_hz", "vector_lanes", "vector_alus", "mxm_macs_per_cycle", "mxm_rows", "sxm_vectors_per_cycle"),
@@ -60,6 +63,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "memory": ("sram_bytes", "sram_bytes_per_s", "sram_usable_fraction"),
         "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
         "schedule": ("mem_latency_cycles", "vxm_latency_cycles", "sxm_latency_cycles", "mxm_latency_cycles", "c2c_hop_latency_s"),
+        "host": ("flop_per_s",),
     },
     "wafer": {
         "chip": ("pes",),
@@ -68,6 +72,7 @@ SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
         "interconnect": ("fabric_bytes_per_s", "system_io_bytes_per_s", "host_bytes_per_s"),
         "schedule": ("region_latency_s", "wafer_hop_latency_s"),
         "fitted": ("compute_efficiency",),
+        "host": ("flop_per_s",),
     },
 }
 # Per family: the 16-bit peak (FLOP/s) and the main memory (capacity key, bandwidth key) that

@@ -61,7 +61,7 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], launch_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target)
     memory_s = {"hbm": placement.at("hbm") / hbm_rate(target)}
     sfu_s = transcendentals / (target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"])
     if group.kind == "contraction":

@@ -54,6 +54,7 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     level = "host" if group.kind == "fallback" else "sram"
     if group.kind == "fallback":  # the host round trip is on the critical path
         memory_s = moved / target["interconnect.host_bytes_per_s"]
-        time_s += memory_s
+        compute_s = flops / target["host.flop_per_s"]
+        time_s += memory_s + compute_s
     schedule_s = time_s - max(compute_s, memory_s)
     return Cost(flops, max(padded, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),))

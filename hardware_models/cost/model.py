@@ -75,10 +75,14 @@ def roofline_cost(flops: int, padded_flops: int, compute_s: float, bytes_: dict,
     return Cost(flops, padded_flops, compute_s, time_s - bound, time_s, tuple(bytes_.items()), tuple(memory_s.items()))
 
 
-def host_fallback_cost(flops: int, bytes_: dict, host_bytes_per_s: float, fixed_s: float) -> Cost:
-    """An op the target cannot run: its operands cross the host link and back,
-    time_s = host bytes / host_bytes_per_s + the fixed cost (the host's own compute is not modelled)."""
-    return roofline_cost(flops, flops, 0.0, bytes_, {"host": bytes_["host"] / host_bytes_per_s}, 0.0, fixed_s)
+def host_fallback_cost(flops: int, bytes_: dict, target) -> Cost:
+    """An op the target cannot run: its operands cross the host link, the host computes it, the
+    results cross back: time_s = host bytes / host_bytes_per_s + FLOPs / host.flop_per_s + the
+    fixed cost of a kernel on the device."""
+    link_s = bytes_["host"] / target["interconnect.host_bytes_per_s"]
+    compute_s = flops / target["host.flop_per_s"]
+    fixed_s = target.get("schedule.launch_overhead_s", 0.0) or 0.0
+    return Cost(flops, flops, compute_s, fixed_s, link_s + compute_s + fixed_s, tuple(bytes_.items()), (("host", link_s),))
 
 
 def allreduce_cost(hidden_bytes: int, chips: int, bus_bytes_per_s: float, latency_s: float) -> Cost:

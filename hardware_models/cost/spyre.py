@@ -44,7 +44,7 @@ def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], launch_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target)
     split = dict(placement.split)
     ops = [plan.ops[i].op.short_name for i in group.members]
     restick = split["restickify"] + (split["read"] + split["write"] if "transpose" in ops else 0)

@@ -51,7 +51,7 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], launch_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target)
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
     memory_s = {
         "hbm": placement.at("hbm") / (target["memory.hbm_bytes_per_s"] * hbm_eff),

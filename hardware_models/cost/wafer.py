@@ -33,7 +33,7 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     latency_s = target["schedule.region_latency_s"]
     flops, _, _ = group_work(plan, module, group)
     if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target["interconnect.host_bytes_per_s"], latency_s)
+        return host_fallback_cost(flops, dict(placement.bytes), target)
     pes = target["chip.pes"]
     share = plan.divisions[group.id].cores / pes
     compute_s = flops / (share * pes * target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"] / pes)

@@ -62,6 +62,9 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
                 spilled += padded[value] if value in last_reader else 0
         restickified = 2 * restick.get(g.id, 0)
         lpddr5 = read + write + restickified
+        if g.kind == "fallback":  # to the host over PCIe and back, through LPDDR5
+            placements[g.id] = Placement((("host", sum(padded.values())), ("lpddr5", lpddr5)), resident, ())
+            continue
         split = (("read", read), ("write", write), ("spilled", spilled), ("restickify", restickified))
         placements[g.id] = Placement((("lpddr5", lpddr5), ("lx", sum(padded.values()))), resident, split)
     return plan.with_(placements=placements)

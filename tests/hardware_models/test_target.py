@@ -67,6 +67,8 @@ allreduce_bus_bytes_per_s = { value = 90e9, source = "D", derivation = "intercon
 [schedule]
 launch_overhead_s = { value = 5e-7, source = "U" }
 collective_latency_s = { value = 1e-5, source = "U" }
+[host]
+flop_per_s = { value = 1e12, source = "U" }
 [dtypes]
 native = ["bf16", "f32"]
 emulated = { f16 = "f32" }

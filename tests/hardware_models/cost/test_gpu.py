@@ -56,16 +56,3 @@ def test_f32_matmul_runs_on_cuda_cores_far_below_the_tensor_peak():
     assert f32.compute_s == pytest.approx(2 * 4096**3 / (cuda_core_peak * t["fitted.gemm_efficiency"]))
     assert f32.time_s > 10 * bf16.time_s
 
-
-def test_a_fallback_op_is_costed_over_the_host_link():
-    from tests.hardware_models.programs import program, t
-
-    v = t((1024,), "f32")
-    module = program({"a": v}, [f"%0 = stablehlo.custom_call @my_kernel(%a) : ({v}) -> {v}"], "%0", v)
-    target = get_target("h100")
-    est = estimate(module, target)
-    (group,) = est.groups
-    assert group.kind == "fallback"
-    host_s = 2 * 4096 / target["interconnect.host_bytes_per_s"]
-    assert group.cost.time_s == pytest.approx(host_s + target["schedule.launch_overhead_s"])
-    assert any("falls back to the host" in note for note in est.notes)

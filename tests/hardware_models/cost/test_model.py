@@ -37,3 +37,19 @@ def test_program_total_is_the_sum_of_its_kernels(module, target):
         assert c.schedule_s > 0  # every kernel pays at least its fixed cost
         assert 0 < c.utilization < 1 and c.utilization == pytest.approx(c.compute_s / c.time_s)
     assert sum(data["bottleneck_counts"].values()) == data["kernels"]
+
+
+@pytest.mark.parametrize("target", ["a100", "tpu-v5p", "spyre", "groq-lpu", "wse-2"])
+def test_an_unsupported_op_runs_on_the_host_and_the_output_names_it_with_its_cost(target):
+    from tests.hardware_models.programs import program, t
+
+    v = t((1 << 20,), "f16")
+    module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.custom_call @my_kernel(%0) : ({v}) -> {v}"], "%1", v)
+    chip = get_target(target)
+    est = estimate(module, chip)
+    (fallback,) = [g for g in est.groups if g.kind == "fallback"]
+    link_s = fallback.cost.bytes_at("host") / chip["interconnect.host_bytes_per_s"]
+    assert fallback.cost.bytes_at("host") >= 2 * 2 * (1 << 20)  # the operand out and the result back
+    assert fallback.cost.time_s >= link_s > 0
+    note = next(n for n in est.notes if n.startswith("host fallbacks"))
+    assert "custom_call" in note and "of the total" in note
