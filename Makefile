@@ -44,6 +44,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/lowering_scale.py
 	$(BIN)/python benchmarks/systolic_speed.py
 	$(BIN)/python benchmarks/estimates.py
+	$(BIN)/python benchmarks/predict.py
 
 clean:
 	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis

@@ -1,5 +1,8 @@
 """Predicted prefill and decode time of published models on every target, from both sides'
-lowerings, and how long the target compiler and cost model take (compile_s).
+lowerings, and how long the target compiler and cost model take (compile_s). A model too big
+for one chip is spread over `chips` (each family's partition); main_memory_gb is the traffic at
+the target's main memory (HBM, LPDDR5 or SRAM): per chip under tensor parallelism, in all on
+the LPU and the wafer.
 
 bfloat16, batch 1; prefill = 2048 tokens, decode = one token after 2048 cached. Writes
 benchmarks/results/estimates.csv. Usage: python benchmarks/estimates.py [MODEL ...]
@@ -18,8 +21,12 @@ from hardware_models.target import load_targets
 from reference.cli import lower_named
 
 RESULTS = pathlib.Path(__file__).with_name("results") / "estimates.csv"
-DEFAULT_MODELS = ("llama-3.1-8b", "llama-3.1-70b")
+DEFAULT_MODELS = ("llama-3.1-8b", "llama-3.1-70b")  # every target in the targets folder
 MODES = {"prefill": {"batch": 1, "seq": 2048}, "decode": {"batch": 1, "seq": 2048, "mode": "decode"}}
+
+
+def est_chips(plan) -> int:
+    return plan.partition.chips if plan.partition else 1
 
 
 def main(models: list[str]) -> None:
@@ -31,7 +38,8 @@ def main(models: list[str]) -> None:
                 for target in load_targets().values():
                     start = time.perf_counter()
                     try:
-                        est = estimate(module, target, model, compile_plan(module, target))
+                        est_plan = compile_plan(module, target)
+                        est = estimate(module, target, model, est_plan)
                     except Exception as err:  # an unsupported dtype on one target must not lose the others
                         print(model, mode, side, target.name, "refused:", err, flush=True)
                         continue
@@ -39,14 +47,14 @@ def main(models: list[str]) -> None:
                     d = est.to_dict()
                     rows.append([model, mode, side, target.name, f"{d['total_time_s'] * 1e3:.3f}", f"{d['compute_s'] * 1e3:.3f}",
                                  f"{d['memory_s'] * 1e3:.3f}", f"{d['schedule_s'] * 1e3:.3f}", d["kernels"],
-                                 f"{d['bytes']['hbm'] / 1e9:.3f}", d["bottleneck_counts"]["compute"], d["bottleneck_counts"]["memory"],
+                                 f"{d['bytes'].get(target.main_memory_level, 0) / 1e9:.3f}", est_chips(est_plan), d["bottleneck_counts"]["compute"], d["bottleneck_counts"]["memory"],
                                  d["bottleneck_counts"]["schedule"], f"{compile_s:.3f}"])
                     print(*rows[-1], flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["model", "mode", "side", "target", "total_ms", "compute_ms", "memory_ms", "schedule_ms", "kernels",
-                         "hbm_gb", "compute_bound", "memory_bound", "schedule_bound", "compile_s"])
+                         "main_memory_gb", "chips", "compute_bound", "memory_bound", "schedule_bound", "compile_s"])
         writer.writerows(rows)
     print(f"wrote {RESULTS}")
 
