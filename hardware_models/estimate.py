@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Estimate, GroupCost
+from hardware_models.cost.model import Cost, Estimate, GroupCost, host_fallback_cost, transfer_cost
 from hardware_models.pipelines import COST_MODELS, compile_plan
-from hardware_models.plan import Plan, scope_of
+from hardware_models.plan import Group, Plan, group_work, scope_of
 from hardware_models.target import Target
 from reference.ir import Module
+
+
+def group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    """One group's cost: a host fallback or a tensor-parallel all-reduce the same way on every
+    target that places them; everything else by the family's own model (pipelines.COST_MODELS)."""
+    if group.kind == "fallback" and group.id in plan.placements:
+        return host_fallback_cost(group_work(plan, module, group)[0], dict(plan.placements[group.id].bytes), target)
+    if group.kind == "transfer" and plan.partition.mode == "tensor parallel":
+        return transfer_cost(plan, target)
+    return COST_MODELS[target.family](module, plan, group, target)
 
 
 def estimate(module: Module, target: Target, name: str = "", plan: Plan | None = None) -> Estimate:
@@ -26,7 +36,6 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
         UnsupportedDtype: a floating type the target neither runs nor emulates.
     """
     plan = plan if plan is not None else compile_plan(module, target)
-    group_cost = COST_MODELS[target.family]
     groups = tuple(
         GroupCost(g.id, g.kind, tuple(plan.ops[i].op.short_name for i in g.members), scope_of(plan, g), g.repeats,
                   group_cost(module, plan, g, target))

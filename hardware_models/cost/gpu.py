@@ -15,7 +15,8 @@ Contraction (a cuBLAS-like kernel tiled by pad_to_tiles):
     time_s    = max(busy_s, memory_s) + launch_overhead           launch fitted: G41
 Fusion (elementwise, data movement, reductions): compute_s = FLOPs / vector rate +
     transcendentals / SFU rate; time_s = max(compute_s, memory_s) + launch_overhead.
-Fallback: operands cross the host link both ways: time_s = bytes / host_bytes_per_s + launch.
+Host fallbacks and tensor-parallel all-reduces are costed alike on every family
+(estimate.group_cost; cost/model.py).
 L2 bytes are reported, not timed: NVIDIA publishes no L2 bandwidth, and its effect on GEMMs is
 inside the fitted gemm_efficiency.
 
@@ -26,7 +27,7 @@ e against 1.11 ms of useful compute / e.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
+from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -55,13 +56,9 @@ def hbm_rate(target: Target) -> float:
 
 
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    if group.kind == "transfer":
-        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
-    if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target)
     memory_s = {"hbm": placement.at("hbm") / hbm_rate(target)}
     sfu_s = transcendentals / (target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"])
     if group.kind == "contraction":

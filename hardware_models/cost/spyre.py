@@ -19,7 +19,7 @@ assumed 5 us per kernel.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
+from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -38,13 +38,9 @@ def lpddr5_seconds(read: int, write: int, target: Target) -> float:
 
 
 def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    if group.kind == "transfer":
-        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
-    if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target)
     split = dict(placement.split)
     ops = [plan.ops[i].op.short_name for i in group.members]
     restick = split["restickify"] + (split["read"] + split["write"] if "transpose" in ops else 0)

@@ -16,7 +16,7 @@ Contraction (the MXU fusion, with any fused epilogue on the VPU):
     time_s    = max(busy_s, epilogue VPU time, HBM time, VMEM time) + launch_overhead
 Fusion: compute_s = FLOPs / VPU rate + transcendentals / transcendental rate;
     time_s = max(compute_s, HBM time, VMEM time) + launch_overhead.
-Fallback: the host link, as on a GPU.
+Host fallbacks and all-reduces: as on every family (estimate.group_cost).
 
 Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1024 each:
 128 + 1024 * 8192 + 254 = 8,388,990 cycles / 1.5e9 = 5.593 ms busy against 1.1e12 / 197e12 =
@@ -25,7 +25,7 @@ Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost, transfer_cost
+from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -45,13 +45,9 @@ def mxu_peak(target: Target, dtype: str) -> float:
 
 
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    if group.kind == "transfer":
-        return transfer_cost(plan, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     flops, transcendentals, _ = group_work(plan, module, group)
-    if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target)
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
     memory_s = {
         "hbm": placement.at("hbm") / (target["memory.hbm_bytes_per_s"] * hbm_eff),

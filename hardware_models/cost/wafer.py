@@ -18,7 +18,7 @@ Worked number: a kernel of 1 GFLOP on 1% of a WSE-3 (9,000 PEs) at e = 0.5:
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, host_fallback_cost, roofline_cost
+from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -32,8 +32,6 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     placement = plan.placements[group.id]
     latency_s = target["schedule.region_latency_s"]
     flops, _, _ = group_work(plan, module, group)
-    if group.kind == "fallback":
-        return host_fallback_cost(flops, dict(placement.bytes), target)
     pes = target["chip.pes"]
     share = plan.divisions[group.id].cores / pes
     compute_s = flops / (share * pes * target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"] / pes)
