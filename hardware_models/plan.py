@@ -164,6 +164,11 @@ class StickLayout:
     def padded_bytes(self) -> int:
         return self.sticks * self.stick_bytes
 
+    @property
+    def data_bytes(self) -> int:
+        """The elements themselves, at the width they run as on the device."""
+        return math.prod(self.shape) * (self.stick_bytes // self.elements_per_stick)
+
 
 @dataclass(frozen=True)
 class WorkDivision:

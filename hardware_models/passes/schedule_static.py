@@ -6,7 +6,9 @@ which every instruction issues. Each op is tiled into 320-element vectors and gi
     MXM  contractions: padded MACs / MACs per cycle, with n and k padded to the 320 x 320 weight
          tile; one layer's matmuls are split over the `tensor_parallel` chips that share it
     VXM  elementwise, transcendental and reductions: elements / 5120 ALUs per cycle
-    SXM  data movement (transpose, slice, concatenate, gather...): vectors / vectors per cycle
+    SXM  switch and permute (transpose, broadcast, reverse, sort...): vectors / vectors per cycle
+    MEM  addressing (slice, concatenate, pad, gather, scatter, dynamic slices): its bytes at the
+         SRAM bandwidth
     HOST an op the chip cannot run
 and its operands stream from and to SRAM at sram_bytes_per_s (the op can go no faster than its
 feed). Ops are taken in program order (ties cannot arise: one order, one result). An op starts
@@ -25,6 +27,8 @@ from hardware_models.target import Target
 from reference.ir import Module, category
 
 UNITS = {"contraction": "MXM", "elementwise": "VXM", "transcendental": "VXM", "reduction": "VXM", "data_movement": "SXM"}
+# Data movement that is addressing, done by the memory slices as they stream, not by the switch.
+MEMORY_OPS = {"slice", "concatenate", "pad", "gather", "scatter", "dynamic_slice", "dynamic_update_slice", "iota", "dynamic_iota"}
 CHAINED = {"elementwise", "transcendental", "data_movement"}
 
 
@@ -43,7 +47,9 @@ def op_cycles(plan: Plan, module: Module, group, target: Target) -> tuple[str, i
     if group.kind == "fallback":
         return "HOST", 0, feed, flops
     kind = category(op)
-    unit = UNITS.get(kind, "SXM")
+    unit = "MEM" if op.short_name in MEMORY_OPS else UNITS.get(kind, "SXM")
+    if unit == "MEM":
+        return unit, feed, feed, flops
     if unit == "MXM":
         shape = gemm_shape(op, target.runs_as(op.operand_types[0].dtype))
         tile = int(target["chip.mxm_rows"])
@@ -60,7 +66,7 @@ def op_cycles(plan: Plan, module: Module, group, target: Target) -> tuple[str, i
 
 
 def latency(target: Target, unit: str) -> int:
-    own = {"MXM": "mxm", "VXM": "vxm", "SXM": "sxm"}.get(unit)
+    own = {"MXM": "mxm", "VXM": "vxm", "SXM": "sxm"}.get(unit)  # MEM pays the memory latency alone
     return int(target["schedule.mem_latency_cycles"] + (target[f"schedule.{own}_latency_cycles"] if own else 0))
 
 

@@ -4,7 +4,7 @@ A tensor's default layout on the device keeps the host's last dimension as the s
 and pads it to whole 128-byte sticks (torch-spyre, tensors_and_layouts.md): fp16 (65,) becomes
 [2, 64]; (5, 100, 150) becomes 5 * 100 * 3 = 1500 sticks. Elements are as wide as the type the
 target runs them as (an emulated f32 is stored as f16). The layout is computed here once and read
-by every later pass and by the cost model.
+by every later pass and by the cost model. The plan notes how much of those bytes is padding.
 """
 
 from __future__ import annotations
@@ -31,4 +31,7 @@ def stickify(module: Module, plan: Plan, target: Target) -> Plan:
             if value not in layouts:
                 typ = graph.types[value]
                 layouts[value] = stick_layout(typ.shape, typ.dtype, target)
-    return plan.with_(layouts=layouts)
+    padded = sum(layout.padded_bytes for layout in layouts.values())
+    data = sum(layout.data_bytes for layout in layouts.values())
+    note = f"stick padding: {padded - data:,} of the {padded:,} bytes between kernels ({(padded - data) / max(padded, 1):.1%}) are padding"
+    return plan.with_(layouts=layouts, notes=plan.notes + ((note,) if padded > data else ()))

@@ -51,3 +51,16 @@ def test_an_elementwise_consumer_chains_onto_its_producers_stream():
     plan = compile_plan(linear_gelu(1024, 1024, 1024, "f16"), GROQ)
     dot, add = (plan.schedule[g.id] for g in plan.groups[:2])
     assert add.unit == "VXM" and dot.start < add.start < dot.finish <= add.finish
+
+
+def test_each_op_goes_to_its_functional_unit():
+    from tests.hardware_models.programs import program, t
+
+    x, y, s = t((640, 320), "f16"), t((320, 640), "f16"), t((320, 320), "f16")
+    module = program({"x": x}, [
+        f"%0 = stablehlo.transpose %x, dims = [1, 0] : ({x}) -> {y}",
+        f"%1 = stablehlo.slice %0 [0:320, 0:320] : ({y}) -> {s}",
+        f"%2 = stablehlo.negate %1 : {s}",
+    ], "%2", s)
+    plan = compile_plan(module, GROQ)
+    assert [plan.schedule[g.id].unit for g in plan.groups] == ["SXM", "MEM", "VXM"]

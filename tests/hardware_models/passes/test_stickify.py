@@ -34,6 +34,13 @@ def test_emulated_types_are_laid_out_at_the_width_they_run_as():
     assert stick_layout((65,), "f32", SPYRE).elements_per_stick == 64  # f32 runs as f16 on Spyre
 
 
+def test_padding_waste_is_reported():
+    v = t((65,), "f16")
+    plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE, stop_after="stickify")
+    # two tensors of 2 sticks (512 bytes), 260 of them data
+    assert "stick padding: 252 of the 512 bytes between kernels (49.2%) are padding" in plan.notes
+
+
 def test_every_tensor_between_kernels_gets_a_layout():
     v = t((65,), "f16")
     module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.transpose %0, dims = [0] : ({v}) -> {v}"], "%1", v)
