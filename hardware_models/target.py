@@ -85,9 +85,9 @@ PEAK_16BIT = {
     "wafer": lambda t: t["peak.fp16_flop_per_s"],
 }
 MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5", "lpu": "memory.sram", "wafer": "memory.sram"}
-# Element types by MLIR name; only floating types are checked against [dtypes] (integers are
-# indices and masks that every target handles).
-FLOAT_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2")
+# Element types by MLIR name that are checked against [dtypes]: the floating types and int8 (a
+# compute type for quantized matmuls); other integers are indices and masks every target handles.
+COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "i8")
 OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}, "lpu": {}, "wafer": {}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 
@@ -139,9 +139,9 @@ class Target:
         """The element type `dtype` executes as: itself if native, its stand-in if emulated.
 
         Raises:
-            UnsupportedDtype: a floating type the target neither runs nor emulates (f64 on a TPU).
+            UnsupportedDtype: a compute type the target neither runs nor emulates (f64 on a TPU).
         """
-        if dtype in self.native_dtypes or dtype not in FLOAT_DTYPES:
+        if dtype in self.native_dtypes or dtype not in COMPUTE_DTYPES:
             return dtype
         emulated = dict(self.emulated_dtypes)
         if dtype in emulated:
@@ -258,15 +258,15 @@ def load_target_file(path: Path) -> Target:
 def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """The [dtypes] table: native = [...] and emulated = { dtype = "native dtype" }."""
     if not isinstance(table, dict) or not isinstance(table.get("native"), list) or not table["native"]:
-        raise BadTargetFile(path, "dtypes.native", f"a non-empty list of element types from {FLOAT_DTYPES}")
+        raise BadTargetFile(path, "dtypes.native", f"a non-empty list of element types from {COMPUTE_DTYPES}")
     unknown = set(table) - {"native", "emulated"}
     if unknown:
         raise BadTargetFile(path, f"dtypes.{sorted(unknown)[0]}", "unknown key; valid: native, emulated")
     native = tuple(table["native"])
     emulated = table.get("emulated", {})
     for dtype in native + tuple(emulated):
-        if dtype not in FLOAT_DTYPES:
-            raise BadTargetFile(path, "dtypes", f"unknown element type {dtype!r}; valid: {', '.join(FLOAT_DTYPES)}")
+        if dtype not in COMPUTE_DTYPES:
+            raise BadTargetFile(path, "dtypes", f"unknown element type {dtype!r}; valid: {', '.join(COMPUTE_DTYPES)}")
     for dtype, runs_as in emulated.items():
         if runs_as not in native:
             raise BadTargetFile(path, f"dtypes.emulated.{dtype}", f"must name a native type, one of {native}")

@@ -422,7 +422,8 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, from_file, set
     click.echo(f"wrote {out_path}: {len(points)} kernels ({', '.join(f'{k} {v}' for k, v in counts.items())})")
 
 
-PRECISIONS = {"bf16": "bfloat16", "fp16": "float16", "fp8": None, "int8": None}
+# --precision: (the dtype the model is lowered in, the 8-bit type its weights and matmuls then take)
+PRECISIONS = {"bf16": ("bfloat16", None), "fp16": ("float16", None), "fp8": ("bfloat16", "f8E4M3FN"), "int8": ("bfloat16", "i8")}
 
 
 @cli.command()
@@ -433,7 +434,7 @@ PRECISIONS = {"bf16": "bfloat16", "fp16": "float16", "fp8": None, "int8": None}
 @click.option("--input-len", "input_len", type=click.IntRange(min=1), default=2048, show_default=True)
 @click.option("--output-len", "output_len", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--precision", type=click.Choice(tuple(PRECISIONS)), default="bf16", show_default=True,
-              help="Weights and activations; fp8 and int8 are not modelled yet.")
+              help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16.")
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -443,26 +444,27 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     The model is lowered twice (prefill of --input-len tokens; one decode step against a cache of
     input + output tokens), and both graphs are compiled and costed by the target's pipeline.
     """
+    from hardware_models.passes.quantize_weights import quantize_weights
     from hardware_models.predict import predict_inference
     from reference.catalogue import get_entry
-    from reference.errors import UnknownName, UnsupportedDtype
     from reference.dtypes import numpy_dtype
+    from reference.errors import UnknownName
     from reference.models import get_model
 
-    dtype = PRECISIONS[precision]
-    if dtype is None:
-        raise UnsupportedDtype("predict", precision, [p for p, d in PRECISIONS.items() if d])
+    dtype, eight_bit = PRECISIONS[precision]
     entry = get_entry(model_name)
     if entry.kind != "model":
         raise UnknownName("model config", model_name, [n for n in _model_names()])
     target = load_target(target_name, settings)  # checked before the (slow) lowering
     config = get_model(model_name)
     tokens = input_len + output_len
-    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype)
-    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype)
-    result = predict_inference(prefill.module, decode.module, target, model=model_name, batch=batch, input_len=input_len,
-                               output_len=output_len, kv_cache_bytes=config.kv_cache_bytes(batch, tokens, numpy_dtype(dtype).itemsize),
-                               chips=chips)
+    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
+    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
+    if eight_bit:
+        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
+    cache_bytes = config.kv_cache_bytes(batch, tokens, 1 if eight_bit else numpy_dtype(dtype).itemsize)
+    result = predict_inference(prefill, decode, target, model=model_name, batch=batch, input_len=input_len,
+                               output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips)
     data = result.to_dict()
     if as_json:
         _print_json(data)

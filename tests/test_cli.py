@@ -91,7 +91,8 @@ BAD_INPUTS = {
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
     "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
-    "predict fp8": (["predict", "--model", "tiny", "--target", "h100", "--precision", "fp8"], "valid: bf16, fp16"),
+    "predict fp8 on a tpu": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"], "'f8E4M3FN' is not supported"),
+    "predict int8 on an h100": (["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"], "'i8' is not supported"),
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
     "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
@@ -265,3 +266,13 @@ def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(c
     assert data["throughput_tokens_per_s"] == pytest.approx(2 / data["decode_step_s"])
     assert data["ttft_s"] == data["prefill"]["total_time_s"] > 0
     assert data["kv_cache_location"] == "hbm" and data["chips"] == 1
+
+
+def test_predict_in_fp8_streams_half_the_weights(capsys):
+    base = ["predict", "--model", "llama-3.2-1b", "--target", "h100", "--input-len", "64", "--output-len", "16", "--json"]
+    assert cli.main(base) == 0
+    bf16 = json.loads(capsys.readouterr().out)
+    assert cli.main([*base, "--precision", "fp8"]) == 0
+    fp8 = json.loads(capsys.readouterr().out)
+    assert fp8["kv_cache_bytes"] * 2 == bf16["kv_cache_bytes"]
+    assert fp8["decode_step_s"] < 0.8 * bf16["decode_step_s"]

@@ -11,7 +11,7 @@ from tests.hardware_models.programs import elementwise, program, t
 
 
 def test_float64_tensor_on_a_tpu_is_an_error_naming_the_valid_types():
-    with pytest.raises(UnsupportedDtype, match="f64.*valid: bf16, f32, f16"):
+    with pytest.raises(UnsupportedDtype, match="f64.*valid: bf16, f32, i8, f16"):
         compile_plan(elementwise(128, "f64"), get_target("tpu-v5e"))
 
 
