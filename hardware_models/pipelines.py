@@ -16,6 +16,7 @@ from hardware_models.cost.tpu import tpu_group_cost
 from hardware_models.cost.wafer import wafer_group_cost
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.divide_work import divide_work
+from hardware_models.passes.fire_kernels import fire_kernels
 from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_TPU, fuse_elementwise
 from hardware_models.passes.insert_restickify import insert_restickify
 from hardware_models.passes.partition_chips import partition_chips
@@ -58,7 +59,8 @@ PIPELINES = {
         insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
         pad_to_tiles,  # 8-row passes, n and k to whole sticks
         divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
-        plan_scratchpad,  # last because it needs every kernel's layouts, restickifies and core count
+        plan_scratchpad,  # after divide_work because residency is counted per core
+        fire_kernels,  # last: the dataflow edges need where every tensor waits
     ),
     "lpu": (
         resolve_dtypes,

@@ -234,6 +234,7 @@ class Plan:
     placements: dict[int, Placement] = field(default_factory=dict)
     layouts: dict[str, StickLayout] = field(default_factory=dict)
     restickify: tuple[tuple[int, str], ...] = ()  # (group, value) re-laid out before the group
+    dataflow: tuple[tuple[int, int, str, int, str], ...] = ()  # (producer or -1, consumer, value, sticks, where it waits)
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
     schedule: dict[int, Slot] = field(default_factory=dict)
     partition: Partition | None = None
@@ -270,6 +271,10 @@ class Plan:
             for group_id, value in self.restickify:
                 if group_id == g.id:
                     lines.append(f"      restickify {value} to the layout this kernel reads")
+            inputs = [f"{'g' + str(src) if src >= 0 else 'argument'} {sticks} sticks in {where}"
+                      for src, dst, _, sticks, where in self.dataflow if dst == g.id]
+            if inputs:
+                lines.append(f"      fires on: {'; '.join(inputs)}")
             p = self.placements.get(g.id)
             if p:
                 moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)

@@ -10,7 +10,9 @@ max(compute, memory) as in torch-spyre's own cost model, plus the runtime's per-
     memory    LPDDR5: (R + W) / 150 GB/s + min(R, W) * (2 / 105 - 2 / 150) s/GB
               (one-way traffic at the S01 rate, a balanced read-and-write kernel at the S02 rate),
               + restickified bytes / 116 GB/s (S06); a transpose kernel is a restickify
-    time_s    = max(busy_s, memory_s) + launch_overhead_s
+    time_s    = max(busy_s, memory_s - hidden) + launch_overhead_s
+              hidden = min(prefetchable bytes / 150 GB/s, the previous kernel's busy_s minus its
+                       memory_s): the loads fire_kernels lets start while the kernel before computes
 
 Worked number: a 65-element fp16 negate reads 2 sticks and writes 2 sticks (512 bytes, of which
 260 are data): (512 / 150e9 + 256 * (2 / 105e9 - 2 / 150e9)) = 4.9 ns of memory, far below the
@@ -37,24 +39,35 @@ def lpddr5_seconds(read: int, write: int, target: Target) -> float:
     return (read + write) / one_way + min(read, write) * (2 / balanced - 2 / one_way)
 
 
-def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    placement = plan.placements[group.id]
-    launch_s = target["schedule.launch_overhead_s"]
-    flops, transcendentals, _ = group_work(plan, module, group)
-    split = dict(placement.split)
+def kernel_times(module: Module, plan: Plan, group: Group, target: Target) -> tuple[float, float, float, int]:
+    """(compute_s, busy_s, LPDDR5 seconds, padded FLOPs) of one kernel, on its own."""
+    split = dict(plan.placements[group.id].split)
     ops = [plan.ops[i].op.short_name for i in group.members]
     restick = split["restickify"] + (split["read"] + split["write"] if "transpose" in ops else 0)
     moved = (0, 0) if "transpose" in ops else (split["read"], split["write"])
-    memory_s = {"lpddr5": lpddr5_seconds(*moved, target) + restick / target["fitted.restickify_bytes_per_s"]}
+    memory_s = lpddr5_seconds(*moved, target) + restick / target["fitted.restickify_bytes_per_s"]
+    flops, transcendentals, _ = group_work(plan, module, group)
     division = plan.divisions[group.id]
     cores = target["chip.cores"]
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
         rate = matmul_rate(target, tiling.shape.batch)
-        compute_s = tiling.shape.flops / 2 / (cores * rate)
         busy_s = tiling.padded_flops / 2 / division.units * division.per_core / rate
-        return roofline_cost(flops, tiling.padded_flops, compute_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+        return tiling.shape.flops / 2 / (cores * rate), busy_s, memory_s, tiling.padded_flops
     vector_rate = target["chip.vector_ops_per_s_per_core"]
-    compute_s = (flops + transcendentals) / (cores * vector_rate)
-    busy_s = (flops + transcendentals) / division.units * division.per_core / vector_rate
-    return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+    work = flops + transcendentals
+    return work / (cores * vector_rate), work / division.units * division.per_core / vector_rate, memory_s, flops
+
+
+def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    compute_s, busy_s, memory_s, padded = kernel_times(module, plan, group, target)
+    previous = plan.groups[group.id - 1] if group.id > 0 else None
+    hidden_s = 0.0
+    if previous is not None and previous.instance == group.instance and previous.id in plan.divisions:
+        _, prev_busy, prev_memory, _ = kernel_times(module, plan, previous, target)
+        prefetch_s = dict(plan.placements[group.id].split).get("prefetchable", 0) / target["fitted.lpddr5_one_way_bytes_per_s"]
+        hidden_s = min(prefetch_s, max(0.0, prev_busy - prev_memory), memory_s)  # fire_kernels: loaded meanwhile
+    flops = group_work(plan, module, group)[0]
+    placement = plan.placements[group.id]
+    return roofline_cost(flops, padded, compute_s, dict(placement.bytes), {"lpddr5": memory_s - hidden_s}, busy_s,
+                         target["schedule.launch_overhead_s"])

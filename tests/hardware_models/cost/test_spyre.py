@@ -42,3 +42,25 @@ def test_batched_matmul_is_seven_times_slower_per_mac_than_a_2d_one():
     two_d = estimate(gemm_module(4096, 4096, 4096, "f16"), SPYRE).total.compute_s / 4096**3
     batched = estimate(bmm_module(8, 2048, "f16"), SPYRE).total.compute_s / (8 * 2048**3)
     assert batched / two_d == pytest.approx(1140 / 160)
+
+
+def test_a_kernels_weight_load_hides_behind_the_compute_of_the_kernel_before():
+    """fire_kernels: the second matmul's weights do not depend on the first matmul, so their
+    load overlaps its compute; the first kernel's own input cannot."""
+    from hardware_models.pipelines import compile_plan
+
+    x, w1, h = t((4096, 4096), "f16"), t((4096, 4096), "f16"), t((4096, 4096), "f16")
+    w2, y = t((4096, 64), "f16"), t((4096, 64), "f16")
+    module = program({"x": x, "w1": w1, "w2": w2}, [
+        f"%0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {h}",
+        f"%1 = stablehlo.dot_general %0, %w2, contracting_dims = [1] x [0] : ({h}, {w2}) -> {y}",
+    ], "%1", y)
+    plan = compile_plan(module, SPYRE)
+    second = plan.groups[1]
+    assert dict(plan.placements[second.id].split)["prefetchable"] == 4096 * 64 * 2  # w2, not h
+    assert any(src == 0 and dst == 1 for src, dst, *_ in plan.dataflow)
+    cost = estimate(module, SPYRE, plan=plan).groups[1].cost
+    from hardware_models.cost.spyre import kernel_times
+
+    alone = kernel_times(module, plan, second, SPYRE)[2]
+    assert cost.memory_bound_s < alone
