@@ -488,6 +488,54 @@ def _model_names() -> list[str]:
     return sorted(load_models())
 
 
+@cli.command(name="map")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table.")
+@click.option("--model", "model_name", default="llama-3.1-8b", show_default=True,
+              help="The reference model whose KV-cache placement is measured on each family.")
+def landscape_map_command(as_json, as_markdown, model_name) -> None:
+    """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
+
+    Prose rows come from a data file, numbers from the target files, and the KV-cache row from
+    predicting MODEL (2048 tokens in, 256 out, bf16) on each family's representative target.
+    """
+    from hardware_models.landscape_map import FAMILIES, landscape_map
+    from hardware_models.predict import predict_inference
+    from reference.catalogue import get_entry
+    from reference.models import get_model
+
+    base = landscape_map()
+    if get_entry(model_name).kind != "model":
+        from reference.errors import UnknownName
+
+        raise UnknownName("model config", model_name, _model_names())
+    prefill = lower_named(model_name, "jax", {"seq": 2048}, "bfloat16").module
+    decode = lower_named(model_name, "jax", {"seq": 2304, "mode": "decode"}, "bfloat16").module
+    cache = get_model(model_name).kv_cache_bytes(1, 2304, 2)
+    placed = {}
+    for family in FAMILIES:
+        result = predict_inference(prefill, decode, load_target(base.targets[family]), model=model_name, batch=1,
+                                   input_len=2048, output_len=256, kv_cache_bytes=cache)
+        placed[family] = f"{model_name}: {cache / 1e9:.2f} GB in {result.kv_cache_location}"
+    result = landscape_map(placed)
+    if as_json:
+        _print_json(result.to_dict())
+    elif as_markdown:
+        click.echo(result.to_markdown())
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+        from rich.table import Table
+
+        table = Table(title="The Accelerator Landscape Map", show_lines=True)
+        table.add_column("")
+        for family in result.families:
+            table.add_column(escape(f"{result.names[family]} ({result.targets[family]})"), overflow="fold")
+        for row, cells in result.rows:
+            table.add_row(escape(row), *(escape(cells[f]) for f in result.families))
+        Console(width=200).print(table)
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

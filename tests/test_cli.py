@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict", "map"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -276,3 +276,11 @@ def test_predict_in_fp8_streams_half_the_weights(capsys):
     fp8 = json.loads(capsys.readouterr().out)
     assert fp8["kv_cache_bytes"] * 2 == bf16["kv_cache_bytes"]
     assert fp8["decode_step_s"] < 0.8 * bf16["decode_step_s"]
+
+
+def test_map_json_lists_five_families_and_the_measured_kv_cache(capsys):
+    assert cli.main(["map", "--json", "--model", "llama-3.2-1b"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [f["family"] for f in data["families"]] == ["gpu", "tpu", "wafer", "lpu", "spyre"]
+    kv = next(r for r in data["rows"] if r["row"] == "KV-cache placement (measured)")
+    assert "hbm" in kv["gpu"] and "sram" in kv["lpu"] and "lpddr5" in kv["spyre"]

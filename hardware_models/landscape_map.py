@@ -1,0 +1,91 @@
+"""The Accelerator Landscape Map: one column per family, one row per question a user asks.
+
+Prose cells come from hardware_models/landscape_map.toml; number rows from each family's
+representative target file; measured rows from the models: the ridge point (peak over main
+memory bandwidth), and, when the caller passes predictions, where a reference model's KV cache
+lives and on how many chips.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from hardware_models.target import Target, get_target
+from reference.errors import BadTargetFile
+
+MAP_FILE = Path(__file__).with_name("landscape_map.toml")
+FAMILIES = ("gpu", "tpu", "wafer", "lpu", "spyre")
+PROSE = (
+    ("execution model", "execution_model"), ("memory hierarchy", "memory_hierarchy"),
+    ("programming model", "programming_model"), ("compiler strategy", "compiler_strategy"),
+    ("key trade-off", "key_tradeoff"), ("graph capture", "graph_capture"),
+    ("scheduling granularity", "scheduling_granularity"), ("fusion boundaries", "fusion_boundaries"),
+    ("data-dependent control", "data_dependent_control"), ("IR stages", "ir_stages"),
+    ("fusion strategy", "fusion_strategy"), ("tiling decision", "tiling_decision"),
+    ("layout propagation", "layout_propagation"), ("alignment constraints", "alignment_constraints"),
+    ("KV-cache strategy", "kv_cache_strategy"),
+)
+# On-chip memory a compiler can place data in, and the chip's bandwidth off the chip, per family.
+ON_CHIP = {
+    "gpu": lambda t: t["memory.l2_bytes"] + t["memory.smem_bytes_per_sm"] * t["chip.sm_count"],
+    "tpu": lambda t: t["memory.vmem_bytes_per_tensorcore"] * t["chip.tensorcores"],
+    "wafer": lambda t: t["memory.sram_bytes"],
+    "lpu": lambda t: t["memory.sram_bytes"],
+    "spyre": lambda t: t["memory.lx_bytes_per_core"] * t["chip.cores"],
+}
+OFF_CHIP = {
+    "gpu": lambda t: ("HBM", t["memory.hbm_bytes_per_s"]),
+    "tpu": lambda t: ("HBM", t["memory.hbm_bytes_per_s"]),
+    "wafer": lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
+    "lpu": lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),
+    "spyre": lambda t: ("LPDDR5", t["memory.lpddr5_bytes_per_s"]),
+}
+
+
+@dataclass(frozen=True)
+class LandscapeMap:
+    families: tuple[str, ...]
+    names: dict[str, str]
+    targets: dict[str, str]
+    rows: tuple[tuple[str, dict[str, str]], ...]  # (row, family -> cell)
+
+    def to_dict(self) -> dict:
+        return {"families": [{"family": f, "name": self.names[f], "target": self.targets[f]} for f in self.families],
+                "rows": [{"row": row, **{f: cells[f] for f in self.families}} for row, cells in self.rows]}
+
+    def to_markdown(self) -> str:
+        head = "| | " + " | ".join(f"{self.names[f]} ({self.targets[f]})" for f in self.families) + " |"
+        lines = [head, "|---" * (len(self.families) + 1) + "|"]
+        lines += [f"| {row} | " + " | ".join(cells[f] for f in self.families) + " |" for row, cells in self.rows]
+        return "\n".join(lines)
+
+
+def _read_prose(path: Path = MAP_FILE) -> dict[str, dict[str, str]]:
+    raw = tomllib.loads(path.read_text())
+    wanted = {key for _, key in PROSE} | {"name", "target"}
+    for family in FAMILIES:
+        table = raw.get(family)
+        if not isinstance(table, dict):
+            raise BadTargetFile(path, family, "a table for every family")
+        missing, unknown = wanted - set(table), set(table) - wanted
+        if missing or unknown:
+            raise BadTargetFile(path, family, f"keys {sorted(wanted)}; missing {sorted(missing)}, unknown {sorted(unknown)}")
+    return raw
+
+
+def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:
+    """The map. `kv_cache`: family -> where a reference model's KV cache was placed (measured
+    by `predict_inference`), added as a row when given."""
+    prose = _read_prose()
+    targets: dict[str, Target] = {f: get_target(prose[f]["target"]) for f in FAMILIES}
+    rows = [(label, {f: prose[f][key] for f in FAMILIES}) for label, key in PROSE]
+    rows.append(("on-chip capacity", {f: f"{ON_CHIP[f](t) / 1e6:,.0f} MB" for f, t in targets.items()}))
+    rows.append(("off-chip bandwidth", {f: f"{OFF_CHIP[f](t)[0]} {OFF_CHIP[f](t)[1] / 1e9:,.0f} GB/s" for f, t in targets.items()}))
+    rows.append(("peak FLOP/s (16-bit)", {f: f"{t.peak_16bit_flop_per_s / 1e12:,.0f} TFLOP/s" for f, t in targets.items()}))
+    rows.append(("peak bandwidth", {f: f"{t.main_memory_level.upper()} {t.main_memory_bytes_per_s / 1e12:,.2f} TB/s" for f, t in targets.items()}))
+    rows.append(("ridge point", {f: f"{t.ridge_flop_per_byte:,.1f} FLOP/byte" for f, t in targets.items()}))
+    if kv_cache:
+        rows.append(("KV-cache placement (measured)", {f: kv_cache.get(f, "-") for f in FAMILIES}))
+    return LandscapeMap(FAMILIES, {f: prose[f]["name"] for f in FAMILIES}, {f: t.name for f, t in targets.items()}, tuple(rows))
