@@ -27,9 +27,12 @@ $(SCALESIM_STAMP):
 
 scalesim: $(SCALESIM_STAMP)
 
-# The main job, for now: the Llama-style block through reference, PyTorch and JAX in every dtype.
+# The main job: the Llama-style block through reference, PyTorch and JAX in every dtype, then its
+# two compilation paths compared on one target per family, with the files written under out/.
 demo: setup
 	@for dtype in float32 bfloat16 float16; do $(BIN)/landscape run block --dtype $$dtype || exit $$?; done
+	$(BIN)/landscape compare block --out out
+	@echo "the comparison's files (HLO dumps, plans, rooflines, traces, report.json) are under out/"
 
 # Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests.
 test: setup scalesim

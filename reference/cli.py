@@ -536,6 +536,89 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
         Console(width=200).print(table)
 
 
+DEFAULT_COMPARE_TARGETS = ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre")  # one per family
+
+
+@cli.command()
+@click.argument("name", default="block")
+@click.option("--targets", "target_list", default=",".join(DEFAULT_COMPARE_TARGETS), show_default=True,
+              help="Comma-separated targets, or 'all'.")
+@click.option("--phase", type=click.Choice(("prefill", "decode")), default="prefill", show_default=True)
+@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE", help="Override a shape parameter; repeatable.")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bfloat16", show_default=True)
+@click.option("--chips", type=click.IntRange(min=1), default=None, help="Force a chip count on every target.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Write HLO dumps of both sides, plans, rooflines, traces and report.json under DIR.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def compare(name, target_list, phase, shapes, dtype, chips, out_dir, as_json) -> None:
+    """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
+
+    NAME defaults to `block`, the Llama-style block (batch 2, 16 tokens, 4 heads of 16, GQA 2,
+    d_ff 128). For each target and side: time, bottleneck, bytes per level, kernels, padding
+    waste, fallbacks; then where the two lowerings differ and what that costs on each target.
+    """
+    from hardware_models.compare import compare_lowerings
+    from hardware_models.target import load_targets
+    from reference.catalogue import get_entry
+    from reference.spec import parse_assignments
+
+    names = list(load_targets()) if target_list == "all" else [t.strip() for t in target_list.split(",") if t.strip()]
+    targets = [load_target(t) for t in names]  # an unknown target fails here, before any lowering
+    overrides = parse_assignments(shapes)
+    if "mode" in get_entry(name).params:
+        overrides.setdefault("mode", phase)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(stderr=True)
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("lowering", total=2 + 2 * len(targets))
+        lowered = {}
+        for side in SIDES:
+            lowered[side] = lower_named(name, side, overrides, dtype, compile_xla=bool(out_dir) and side == "jax")
+            bar.update(task, advance=1, description=f"lowered {side}")
+        result = compare_lowerings(lowered["torch"], lowered["jax"], targets, name, chips,
+                                   progress=lambda label: bar.update(task, advance=1, description=label))
+    if out_dir:
+        from hardware_models.report import write_report
+
+        written = write_report(result, lowered, targets, out_dir)
+        err.print(f"wrote {len(written)} files under {out_dir}")
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    _render_comparison(result)
+
+
+def _render_comparison(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(width=170)
+    table = Table(title=escape(f"{result.name}: PyTorch and JAX paths"))
+    for col in ("target", "side", "time", "bound", "kernels", "fused", "chips", "padding", "main memory", "fallbacks"):
+        table.add_column(col, overflow="fold")
+    for row in result.to_dict()["results"]:
+        if "refused" in row:
+            table.add_row(row["target"], row["side"], "refused", escape(row["refused"]), *[""] * 6)
+            continue
+        table.add_row(row["target"], row["side"], f"{row['time_s'] * 1e6:,.1f} us", row["bottleneck"], str(row["kernels"]),
+                      str(row["fused_groups"]), str(row["chips"]), f"{row['padding_waste']:.0%}", f"{row['main_memory_bytes'] / 1e6:,.2f} MB",
+                      escape(", ".join(row["fallbacks"]) or "-"))
+    console.print(table)
+    console.print("What the JAX path costs against the PyTorch path, by kind of kernel (+ is slower):")
+    for target in result.targets:
+        cost = result.difference_cost(target)
+        parts = ", ".join(f"{kind} {delta * 1e6:+,.1f} us" for kind, delta in cost.items()) or "refused on one side"
+        console.print(escape(f"  {target}: {parts}"))
+    hist = {op: v for op, v in result.diff["histogram"].items() if v[0] != v[1]}
+    if hist:
+        console.print("Ops whose counts differ (torch, jax): " + escape(", ".join(f"{op.split('.', 1)[-1]} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
+    for d in result.diff["divergences"][:8]:
+        console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
+
+
 def _render_agreement(result) -> None:
     from rich.console import Console
     from rich.markup import escape

@@ -25,7 +25,7 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict", "map"))])
+@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict", "map", "compare"))])
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -95,6 +95,7 @@ BAD_INPUTS = {
     "predict int8 on an h100": (["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"], "'i8' is not supported"),
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
     "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
+    "compare on an unknown target": (["compare", "--targets", "h100,tpu-v9"], "unknown target 'tpu-v9'"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
 }
 
@@ -284,3 +285,16 @@ def test_map_json_lists_five_families_and_the_measured_kv_cache(capsys):
     assert [f["family"] for f in data["families"]] == ["gpu", "tpu", "wafer", "lpu", "spyre"]
     kv = next(r for r in data["rows"] if r["row"] == "KV-cache placement (measured)")
     assert "hbm" in kv["gpu"] and "sram" in kv["lpu"] and "lpddr5" in kv["spyre"]
+
+
+def test_compare_json_and_out_folder(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["compare", "mlp", "--targets", "h100,groq-lpu", "--json", "--out", str(out)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(r["target"], r["side"]) for r in data["results"]] == [("h100", "torch"), ("h100", "jax"), ("groq-lpu", "torch"), ("groq-lpu", "jax")]
+    assert {"time_s", "bottleneck", "bytes", "kernels", "padding_waste", "fallbacks"} <= set(data["results"][0])
+    assert set(data["difference_cost_s"]) == {"h100", "groq-lpu"}
+    files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+    assert {"report.json", "hlo/torch.fx.txt", "hlo/jax.xla.txt", "plans/h100.jax.txt", "rooflines/h100.torch.svg",
+            "traces/groq-lpu.torch.json"} <= files
+    assert "traces/h100.jax.json" not in files

@@ -1,0 +1,120 @@
+"""compare_lowerings: one program's two compilation paths (PyTorch, JAX) on several targets.
+
+For every target and side: the predicted time, its bottleneck, bytes per memory level, kernels,
+padding waste and host fallbacks, or why the target refused the program (a type it lacks).
+Then what differs between the paths: the IR diff (reference.ir.diff: op histogram, divergent
+segments with their reasons) and, per target, what it costs there, split by kind of kernel:
+
+    contraction      matmuls and convolutions, with their fused epilogues
+    data movement    kernels that only move data (a transpose, a copy, a concatenation)
+    other            elementwise and reduction kernels
+    fallback, transfer  host fallbacks; chip-to-chip traffic
+    delta(kind) = jax time - torch time spent in kernels of that kind
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from hardware_models.cost.model import Estimate
+from hardware_models.estimate import estimate
+from hardware_models.pipelines import compile_plan
+from hardware_models.plan import Plan
+from hardware_models.target import Target
+from reference.errors import LandscapeError
+from reference.ir import category
+from reference.ir.diff import diff_modules
+from reference.lowering import Lowering
+
+KINDS = ("contraction", "data movement", "other", "fallback", "transfer")
+
+
+@dataclass(frozen=True)
+class SideResult:
+    """One side's program on one target: the plan and estimate, or why the target refused it."""
+
+    side: str
+    target: str
+    main_level: str = ""  # the target's main memory as a level ("hbm", "lpddr5", "sram")
+    plan: Plan | None = None
+    estimate: Estimate | None = None
+    refused: str = ""
+
+    def time_by_kind(self) -> dict[str, float]:
+        out = dict.fromkeys(KINDS, 0.0)
+        for g in self.estimate.groups if self.estimate else ():
+            kind = g.kind if g.kind in ("contraction", "fallback", "transfer") else "other"
+            if kind == "other" and self.plan is not None:
+                members = self.plan.groups[g.group].members
+                if members and all(category(self.plan.ops[i].op) == "data_movement" for i in members):
+                    kind = "data movement"
+            out[kind] += g.cost.time_s * g.repeats
+        return out
+
+    def summary(self) -> dict:
+        if self.estimate is None:
+            return {"side": self.side, "target": self.target, "refused": self.refused}
+        d = self.estimate.to_dict()
+        total = self.estimate.total
+        parts = {"compute": d["compute_s"], "memory": d["memory_s"], "schedule": d["schedule_s"]}
+        fallbacks = sorted({op for g in self.estimate.groups if g.kind == "fallback" for op in g.ops})
+        return {
+            "side": self.side, "target": self.target, "time_s": d["total_time_s"], "bottleneck": max(parts, key=parts.get),
+            "bytes": d["bytes"], "main_memory_bytes": d["bytes"].get(self.main_level, 0), "kernels": d["kernels"], "fused_groups": sum(1 for g in self.estimate.groups if len(g.ops) > 1),
+            "padding_waste": 1 - total.flops / total.padded_flops if total.padded_flops else 0.0,
+            "fallbacks": fallbacks, "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
+            "time_by_kind_s": self.time_by_kind(), "notes": d["notes"],
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    name: str
+    targets: tuple[str, ...]
+    results: dict[tuple[str, str], SideResult]  # (target, side) -> result
+    diff: dict = field(default_factory=dict)
+
+    def difference_cost(self, target: str) -> dict[str, float]:
+        """jax - torch time per kind of kernel on one target (empty if either side was refused)."""
+        torch_side, jax_side = self.results[(target, "torch")], self.results[(target, "jax")]
+        if torch_side.estimate is None or jax_side.estimate is None:
+            return {}
+        a, b = torch_side.time_by_kind(), jax_side.time_by_kind()
+        return {kind: b[kind] - a[kind] for kind in KINDS if a[kind] or b[kind]}
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name, "targets": list(self.targets),
+            "results": [self.results[(t, s)].summary() for t in self.targets for s in ("torch", "jax")],
+            "difference_cost_s": {t: self.difference_cost(t) for t in self.targets},
+            "diff": self.diff,
+        }
+
+
+def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target], name: str = "",
+                      chips: int | None = None, progress=None) -> Comparison:
+    """Compile and cost both lowerings of one program on every target, and diff the two paths.
+
+    Args:
+        torch_lowering, jax_lowering: from `pytorch_side.lower.lower_module` and
+            `jax_side.lower.lower_function` (or the catalogue's `lower_entry`).
+        targets: loaded targets (`hardware_models.target.get_target`).
+        chips: force a chip count on every target.
+        progress: called with a short label after each (target, side), for a progress bar.
+
+    A target that refuses a side (a type it lacks, too few chips) is recorded with its reason;
+    nothing already computed is lost.
+    """
+    results = {}
+    for target in targets:
+        for side, lowering in (("torch", torch_lowering), ("jax", jax_lowering)):
+            try:
+                plan = compile_plan(lowering.module, target, chips=chips)
+                est = estimate(lowering.module, target, name, plan)
+                results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, plan, est)
+            except LandscapeError as err:
+                results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))
+            if progress:
+                progress(f"{target.name} {side}")
+    diff = diff_modules(torch_lowering.module, jax_lowering.module).to_dict()
+    return Comparison(name, tuple(t.name for t in targets), results, diff)

@@ -1,0 +1,54 @@
+"""compare_lowerings: both paths on every family, refusals recorded, the difference costed by kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.compare import KINDS, compare_lowerings
+from hardware_models.target import get_target
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
+
+FAMILIES = ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre")
+
+
+def _block():
+    from jax_side.lower import lower_entry as lower_jax
+    from pytorch_side.lower import lower_entry as lower_torch
+
+    from reference.catalogue import CATALOGUE
+
+    shapes = CATALOGUE["block"].resolve({})
+    return lower_torch("block", shapes, "bfloat16"), lower_jax("block", shapes, "bfloat16")
+
+
+def test_the_block_runs_on_all_five_families_and_the_difference_adds_up():
+    torch_lowering, jax_lowering = _block()
+    result = compare_lowerings(torch_lowering, jax_lowering, [get_target(t) for t in FAMILIES], "block")
+    for target in FAMILIES:
+        torch_side, jax_side = result.results[(target, "torch")], result.results[(target, "jax")]
+        assert torch_side.estimate and jax_side.estimate
+        delta = sum(result.difference_cost(target).values())
+        assert delta == pytest.approx(jax_side.estimate.total.time_s - torch_side.estimate.total.time_s)
+        assert set(torch_side.time_by_kind()) == set(KINDS)
+    assert result.diff["divergences"]  # the two paths do differ
+
+
+def test_a_target_that_refuses_one_side_is_recorded_and_the_rest_kept():
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from jax_side.lower import lower_function
+    from pytorch_side.lower import lower_module
+
+    import jax
+
+    with FakeTensorMode():
+        norm = torch.nn.LayerNorm(64)  # torch-mlir computes its statistics in f64
+        torch_lowering = lower_module(norm, torch.empty(8, 64))
+    jax_lowering = lower_function(lambda x: jax.nn.standardize(x, axis=-1), jax.ShapeDtypeStruct((8, 64), jax.numpy.float32))
+    result = compare_lowerings(torch_lowering, jax_lowering, [get_target("tpu-v5e"), get_target("h100")], "norm")
+    assert "f64" in result.results[("tpu-v5e", "torch")].refused
+    assert result.results[("tpu-v5e", "jax")].estimate is not None
+    assert result.results[("h100", "torch")].estimate is not None
+    assert result.difference_cost("tpu-v5e") == {}
