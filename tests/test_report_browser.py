@@ -1,0 +1,36 @@
+"""The comparison's HTML report, opened from disk in headless Chromium: it loads with nothing on
+the console, runs its script, and shows all five families."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from reference import cli
+
+pytestmark = [pytest.mark.browser, pytest.mark.torch, pytest.mark.jax]
+CHROMIUM = shutil.which("chromium")
+# Flags for a sandboxed machine with no network (and root): no sandbox, no background traffic.
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0"]
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert cli.main(["compare", "--out", str(out)]) == 0
+    capsys.readouterr()
+    page = out / "report.html"
+    text = page.read_text()
+    assert not any(f'{attr}="http' in text for attr in ("src", "href")) and "<link" not in text  # nothing to fetch
+    run = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "CONSOLE" not in run.stderr, [line for line in run.stderr.splitlines() if "CONSOLE" in line]
+    dom = run.stdout
+    assert 'data-ready="1"' in dom and "5 targets costed" in dom
+    for target in ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre"):
+        assert f"data-target=\"{target}\"" in dom
+    assert dom.count("<svg") == 10  # a roofline per target and side
