@@ -48,6 +48,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/systolic_speed.py
 	$(BIN)/python benchmarks/estimates.py
 	$(BIN)/python benchmarks/predict.py
+	$(BIN)/python benchmarks/layer_scaling.py
 
 clean:
 	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis
