@@ -81,7 +81,9 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, as_json: bool
     if as_json:
         _print_json(result.to_dict())
     else:
-        _render_agreement(result)
+        from reference.render import render_agreement
+
+        render_agreement(result)
     if not result.ok:
         raise click.exceptions.Exit(1)
 
@@ -368,37 +370,9 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, from_file, set
         return
     if show_plan:
         click.echo(plan.render())
-    _render_estimate(result)
+    from reference.render import render_estimate
 
-
-def _render_estimate(result) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    data = result.to_dict()
-    levels = list(data["bytes"])
-    table = Table(title=escape(f"{data['name']} on {data['target']}"))
-    for col in ("group", "kind", "op", "x", "FLOPs", *(f"{lv} bytes" for lv in levels), "time", "util", "bound"):
-        table.add_column(col, overflow="fold")
-    for row in data["ops"]:
-        op = row["op"] if len(row["op"]) <= 48 else row["op"][:45] + "..."
-        table.add_row(
-            str(row["group"]), row["kind"], escape(op), str(row["repeats"]), f"{row['flops']:.3g}",
-            *(f"{row['bytes'].get(lv, 0):.3g}" for lv in levels), f"{row['time_s'] * 1e6:.2f} us",
-            f"{row['utilization']:.0%}", row["bottleneck"],
-        )
-    console = Console(width=150)
-    console.print(table)
-    by_level = ", ".join(f"{lv} {b / 1e9:.3f} GB" for lv, b in data["bytes"].items())
-    console.print(
-        f"total {data['total_time_s'] * 1e3:.4f} ms over {data['kernels']} kernels: compute {data['compute_s'] * 1e3:.4f} ms, "
-        f"memory {data['memory_s'] * 1e3:.4f} ms, schedule {data['schedule_s'] * 1e3:.4f} ms; {data['flops']:.4g} FLOPs; {by_level}; "
-        f"utilization {data['utilization']:.1%}"
-    )
-    console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
-    for note in data["notes"]:
-        console.print(escape(f"note: {note}"))
+    render_estimate(result)
 
 
 @cli.command()
@@ -469,17 +443,9 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     if as_json:
         _print_json(data)
         return
-    click.echo(
-        f"{model_name} on {target_name} ({data['chips']} chip{'s' if data['chips'] > 1 else ''}, {precision}, batch {batch}, "
-        f"{input_len} in / {output_len} out, {side} lowering)\n"
-        f"  time to first token   {data['ttft_s'] * 1e3:10.3f} ms\n"
-        f"  decode step           {data['decode_step_s'] * 1e3:10.3f} ms   ({data['bottleneck']}-bound)\n"
-        f"  tokens/s per user     {data['tokens_per_s_per_user']:10.1f}\n"
-        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}\n"
-        f"  KV cache              {data['kv_cache_bytes'] / 1e9:10.3f} GB in {data['kv_cache_location']}"
-    )
-    for note in dict.fromkeys(data["prefill"]["notes"] + data["decode"]["notes"]):
-        click.echo(f"  note: {note}")
+    from reference.render import render_prediction
+
+    render_prediction(data, precision, side)
 
 
 def _model_names() -> list[str]:
@@ -523,17 +489,9 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     elif as_markdown:
         click.echo(result.to_markdown())
     else:
-        from rich.console import Console
-        from rich.markup import escape
-        from rich.table import Table
+        from reference.render import render_map
 
-        table = Table(title="The Accelerator Landscape Map", show_lines=True)
-        table.add_column("")
-        for family in result.families:
-            table.add_column(escape(f"{result.names[family]} ({result.targets[family]})"), overflow="fold")
-        for row, cells in result.rows:
-            table.add_row(escape(row), *(escape(cells[f]) for f in result.families))
-        Console(width=200).print(table)
+        render_map(result)
 
 
 DEFAULT_COMPARE_TARGETS = ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre")  # one per family
@@ -587,57 +545,9 @@ def compare(name, target_list, phase, shapes, dtype, chips, out_dir, as_json) ->
     if as_json:
         _print_json(result.to_dict())
         return
-    _render_comparison(result)
+    from reference.render import render_comparison
 
-
-def _render_comparison(result) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(width=170)
-    table = Table(title=escape(f"{result.name}: PyTorch and JAX paths"))
-    for col in ("target", "side", "time", "bound", "kernels", "fused", "chips", "padding", "main memory", "fallbacks"):
-        table.add_column(col, overflow="fold")
-    for row in result.to_dict()["results"]:
-        if "refused" in row:
-            table.add_row(row["target"], row["side"], "refused", escape(row["refused"]), *[""] * 6)
-            continue
-        table.add_row(row["target"], row["side"], f"{row['time_s'] * 1e6:,.1f} us", row["bottleneck"], str(row["kernels"]),
-                      str(row["fused_groups"]), str(row["chips"]), f"{row['padding_waste']:.0%}", f"{row['main_memory_bytes'] / 1e6:,.2f} MB",
-                      escape(", ".join(row["fallbacks"]) or "-"))
-    console.print(table)
-    console.print("What the JAX path costs against the PyTorch path, by kind of kernel (+ is slower):")
-    for target in result.targets:
-        cost = result.difference_cost(target)
-        parts = ", ".join(f"{kind} {delta * 1e6:+,.1f} us" for kind, delta in cost.items()) or "refused on one side"
-        console.print(escape(f"  {target}: {parts}"))
-    hist = {op: v for op, v in result.diff["histogram"].items() if v[0] != v[1]}
-    if hist:
-        console.print("Ops whose counts differ (torch, jax): " + escape(", ".join(f"{op.split('.', 1)[-1]} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
-    for d in result.diff["divergences"][:8]:
-        console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
-
-
-def _render_agreement(result) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    tol = result.tolerance
-    shapes = " ".join(f"{k}={v}" for k, v in result.shapes.items())
-    table = Table(title=escape(f"{result.kernel} [{result.dtype}] {shapes}"))
-    for col in ("comparison", "max abs", "max rel", "bound", "result"):
-        table.add_column(col)
-    for key, err in result.errors.items():
-        verdict = "[green]pass[/green]" if err.ok else "[red]FAIL[/red]"
-        table.add_row(key, f"{err.max_abs:.3e}", f"{err.max_rel:.3e}", f"{err.bound:.3e}", verdict)
-    console = Console(width=120)
-    console.print(table)
-    console.print(
-        f"tolerance {tol.dtype}: |side - ref| <= {tol.atol:.3g} + {tol.rtol:.3g} * max|ref|; "
-        f"side vs side at twice that. {tol.accumulation}."
-    )
+    render_comparison(result)
 
 
 def main(argv: list[str] | None = None) -> int:
