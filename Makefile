@@ -32,7 +32,7 @@ scalesim: $(SCALESIM_STAMP)
 demo: setup
 	@for dtype in float32 bfloat16 float16; do $(BIN)/landscape run block --dtype $$dtype || exit $$?; done
 	$(BIN)/landscape compare block --out out
-	@echo "the comparison's files (HLO dumps, plans, rooflines, traces, report.json) are under out/"
+	@echo "report: out/report.html (open it from disk); HLO dumps, plans, rooflines, traces and report.json are under out/"
 
 # Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests.
 test: setup scalesim
