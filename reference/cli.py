@@ -418,25 +418,11 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     The model is lowered twice (prefill of --input-len tokens; one decode step against a cache of
     input + output tokens), and both graphs are compiled and costed by the target's pipeline.
     """
-    from hardware_models.passes.quantize_weights import quantize_weights
     from hardware_models.predict import predict_inference
-    from reference.catalogue import get_entry
-    from reference.dtypes import numpy_dtype
-    from reference.errors import UnknownName
-    from reference.models import get_model
 
-    dtype, eight_bit = PRECISIONS[precision]
-    entry = get_entry(model_name)
-    if entry.kind != "model":
-        raise UnknownName("model config", model_name, [n for n in _model_names()])
+    _check_model(model_name)
     target = load_target(target_name, settings)  # checked before the (slow) lowering
-    config = get_model(model_name)
-    tokens = input_len + output_len
-    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
-    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
-    if eight_bit:
-        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
-    cache_bytes = config.kv_cache_bytes(batch, tokens, 1 if eight_bit else numpy_dtype(dtype).itemsize)
+    prefill, decode, cache_bytes = lower_for_serving(model_name, side, batch, input_len, output_len, precision)
     result = predict_inference(prefill, decode, target, model=model_name, batch=batch, input_len=input_len,
                                output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips)
     data = result.to_dict()
@@ -454,6 +440,34 @@ def _model_names() -> list[str]:
     return sorted(load_models())
 
 
+def _check_model(model_name: str) -> None:
+    from reference.catalogue import get_entry
+    from reference.errors import UnknownName
+
+    if get_entry(model_name).kind != "model":
+        raise UnknownName("model config", model_name, _model_names())
+
+
+def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, output_len: int, precision: str = "bf16"):
+    """(prefill IR, decode IR, KV-cache bytes) of a published model, as `predict_inference` takes them.
+
+    The decode step runs against a cache of input + output tokens; fp8 and int8 go through
+    `quantize_weights` (weights, KV cache and matmul inputs in 8 bits).
+    """
+    from hardware_models.passes.quantize_weights import quantize_weights
+    from reference.dtypes import numpy_dtype
+    from reference.models import get_model
+
+    dtype, eight_bit = PRECISIONS[precision]
+    tokens = input_len + output_len
+    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
+    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
+    if eight_bit:
+        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
+    cache_bytes = get_model(model_name).kv_cache_bytes(batch, tokens, 1 if eight_bit else numpy_dtype(dtype).itemsize)
+    return prefill, decode, cache_bytes
+
+
 @cli.command(name="map")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table.")
@@ -467,17 +481,10 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """
     from hardware_models.landscape_map import FAMILIES, landscape_map
     from hardware_models.predict import predict_inference
-    from reference.catalogue import get_entry
-    from reference.models import get_model
 
     base = landscape_map()
-    if get_entry(model_name).kind != "model":
-        from reference.errors import UnknownName
-
-        raise UnknownName("model config", model_name, _model_names())
-    prefill = lower_named(model_name, "jax", {"seq": 2048}, "bfloat16").module
-    decode = lower_named(model_name, "jax", {"seq": 2304, "mode": "decode"}, "bfloat16").module
-    cache = get_model(model_name).kv_cache_bytes(1, 2304, 2)
+    _check_model(model_name)
+    prefill, decode, cache = lower_for_serving(model_name, "jax", 1, 2048, 256)
     placed = {}
     for family in FAMILIES:
         result = predict_inference(prefill, decode, load_target(base.targets[family]), model=model_name, batch=1,
