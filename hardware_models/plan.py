@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from reference.ir import Module, Op, TensorType, category
+from reference.ir import Module, Op, TensorType, category, module_stats
 from reference.ir.counters import contraction_flops, op_cost
 
 # Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
@@ -199,6 +199,7 @@ class Slot:
     busy: int         # cycles the unit computes (the rest of finish - start is waiting on a stream)
     feed: int         # cycles its operands and results take to stream through memory
     increment: int
+    padded_flops: int = 0  # the work its unit does, padding included (320 x 320 weight tiles)
 
 
 @dataclass(frozen=True)
@@ -350,6 +351,34 @@ def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, .
 
     walk(module.main.ops, "main", 1)
     return tuple(planned), tuple(notes)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a program asks of memory, for the passes that spread it over chips.
+
+    needed_bytes: every argument (weights, inputs, caches), a regional block's weights once per layer;
+    layer_bytes: one layer's own arguments (all of them for a flat program);
+    hidden_bytes: what passes from layer to layer (the block call's result; a flat program's results);
+    layers: how often the block runs (1 for a flat program).
+    """
+
+    needed_bytes: int
+    layer_bytes: int
+    hidden_bytes: int
+    layers: int
+    regional: bool
+
+
+def program_footprint(module: Module) -> Footprint:
+    main = module.main
+    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
+    if not calls:
+        return Footprint(needed, needed, sum(t.nbytes for t in main.results), 1, False)
+    arg_bytes = {name: typ.nbytes for name, typ in main.args}
+    layer_bytes = sum(arg_bytes.get(v, 0) for v in calls[0].operands)
+    return Footprint(needed, layer_bytes, calls[0].result_types[0].nbytes, calls[0].trip_count, True)
 
 
 def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:

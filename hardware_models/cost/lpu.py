@@ -45,9 +45,6 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     clock = target["chip.clock_hz"]
     slot = plan.schedule[group.id]
     flops, _, moved = group_work(plan, module, group)
-    from hardware_models.passes.schedule_static import op_cycles
-
-    padded = op_cycles(plan, module, group, target)[3]
     time_s = slot.increment / clock
     compute_s = min(slot.busy, slot.increment) / clock
     memory_s = min(slot.feed, slot.increment) / clock
@@ -57,4 +54,4 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         compute_s = flops / target["host.flop_per_s"]
         time_s += memory_s + compute_s
     schedule_s = time_s - max(compute_s, memory_s)
-    return Cost(flops, max(padded, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),))
+    return Cost(flops, max(slot.padded_flops, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),))

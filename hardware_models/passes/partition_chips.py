@@ -18,30 +18,23 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import Group, Partition, Plan
+from hardware_models.plan import Group, Partition, Plan, program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
-from reference.ir import Module, module_stats
+from reference.ir import Module
 
 
 def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
-    main = module.main
-    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    footprint = program_footprint(module)
+    needed = footprint.needed_bytes
     usable = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
-    arg_bytes = {name: typ.nbytes for name, typ in main.args}
-    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
-    if calls:
-        layer_bytes = sum(arg_bytes.get(v, 0) for v in calls[0].operands)
-        hidden_bytes, layers = calls[0].result_types[0].nbytes, calls[0].trip_count
-    else:
-        layer_bytes, hidden_bytes, layers = needed, sum(t.nbytes for t in main.results), 1
-    tensor_parallel = max(1, math.ceil(layer_bytes / usable))
+    tensor_parallel = max(1, math.ceil(footprint.layer_bytes / usable))
     chips = max(math.ceil(needed / usable), tensor_parallel)
     if plan.requested_chips is not None:
         if plan.requested_chips < chips:
             raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")
         chips = plan.requested_chips
-    partition = Partition(chips, tensor_parallel, needed, usable, hidden_bytes, layers)
+    partition = Partition(chips, tensor_parallel, needed, usable, footprint.hidden_bytes, footprint.layers)
     if chips == 1:
         return plan.with_(partition=partition)
     transfers = []
@@ -49,7 +42,7 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     if partition.stages > 1:
         transfers.append(Group(next_id, "transfer", (), "main", partition.stages - 1, "stage hop"))
     if tensor_parallel > 1:
-        all_reduces = 2 * layers if calls else 1
+        all_reduces = 2 * footprint.layers if footprint.regional else 1
         transfers.append(Group(next_id + len(transfers), "transfer", (), "main", all_reduces, "all-reduce"))
     note = (f"{needed / 1e9:.2f} GB of weights and inputs over {usable / 1e6:.0f} MB of usable SRAM per chip: "
             f"{chips} chips, {tensor_parallel} per layer, {partition.stages} pipeline stages")

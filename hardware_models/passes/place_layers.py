@@ -28,19 +28,18 @@ import math
 
 from hardware_models.plan import (
     Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work, program_arguments,
+    program_footprint,
 )
 from hardware_models.target import Target
 from reference.errors import InvalidShape
-from reference.ir import Module, module_stats
+from reference.ir import Module
 
 
 def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     graph = ValueGraph(plan.ops)
-    main = module.main
-    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    footprint = program_footprint(module)
+    needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     capacity = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
-    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
-    hidden, layers = (calls[0].result_types[0].nbytes, calls[0].trip_count) if calls else (sum(t.nbytes for t in main.results), 1)
     wafers = max(1, math.ceil(needed / capacity))
     io = target["interconnect.system_io_bytes_per_s"]
     split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)

@@ -79,7 +79,7 @@ def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
     for group in plan.groups:
         if group.kind == "transfer":
             continue
-        unit, busy, feed, _ = op_cycles(plan, module, group, target)
+        unit, busy, feed, padded = op_cycles(plan, module, group, target)
         own_latency = latency(target, unit)
         duration = max(busy, feed)
         chained = category(plan.ops[group.members[0]].op) in CHAINED
@@ -99,5 +99,5 @@ def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
         unit_free[(group.instance, unit)] = finish
         before = makespan.get(group.instance, 0)
         makespan[group.instance] = max(before, finish)
-        slots[group.id] = Slot(unit, start, finish, busy, feed, makespan[group.instance] - before)
+        slots[group.id] = Slot(unit, start, finish, busy, feed, makespan[group.instance] - before, padded)
     return plan.with_(schedule=slots)

@@ -17,26 +17,24 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import Group, Partition, Plan
+from hardware_models.plan import Group, Partition, Plan, program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
-from reference.ir import Module, module_stats
+from reference.ir import Module
 
 
 def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
-    main = module.main
-    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
+    footprint = program_footprint(module)
+    needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     usable = target.main_memory_bytes * target["memory.usable_fraction"]
     least = max(1, math.ceil(needed / usable))
     chips = plan.requested_chips or 2 ** math.ceil(math.log2(least))
     if chips < least:
         raise InvalidShape(target.name, "chips", chips, f"the arguments need {needed / 1e9:.1f} GB: at least {least} chips of {usable / 1e9:.1f} GB usable")
-    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
-    hidden, layers = (calls[0].result_types[0].nbytes, calls[0].trip_count) if calls else (sum(t.nbytes for t in main.results), 1)
     partition = Partition(chips, chips, needed, usable, hidden, layers, "tensor parallel" if chips > 1 else "")
     if chips == 1:
         return plan.with_(partition=partition)
-    reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if calls else 1, "all-reduce")
+    reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if footprint.regional else 1, "all-reduce")
     note = (f"{needed / 1e9:.1f} GB of arguments over {usable / 1e9:.1f} GB usable per chip: tensor parallel over "
             f"{chips} chips, {reduces.repeats} all-reduces of {hidden / 1e6:.3f} MB")
     return plan.with_(groups=plan.groups + (reduces,), partition=partition, notes=plan.notes + (note,))
