@@ -27,11 +27,12 @@ $(SCALESIM_STAMP):
 
 scalesim: $(SCALESIM_STAMP)
 
-# The main job: the Llama-style block through reference, PyTorch and JAX in every dtype, then its
-# two compilation paths compared on one target per family, with the files written under out/.
+# The main job: the Llama-style block through reference, PyTorch and JAX in every dtype (numbers
+# agree), then one Llama-3.1-8B layer's two compilation paths (prefill of 2048 tokens, one decode
+# step against a 2048-token KV cache) compared on one target per family, files under out/.
 demo: setup
 	@for dtype in float32 bfloat16 float16; do $(BIN)/landscape run block --dtype $$dtype || exit $$?; done
-	$(BIN)/landscape compare block --out out
+	$(BIN)/landscape compare --out out
 	@echo "report: out/report.html (open it from disk); HLO dumps, plans, rooflines, traces and report.json are under out/"
 
 # Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests.

@@ -24,7 +24,7 @@ def main(models: list[str]) -> None:
     for model in models:
         for target in TARGETS:
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "reference.cli", "predict", "--model", model, "--target", target, "--json"],
+            out = subprocess.run([sys.executable, "-m", "landscape.cli", "predict", "--model", model, "--target", target, "--json"],
                                  capture_output=True, text=True, timeout=600)
             wall = time.perf_counter() - start
             if out.returncode != 0:

@@ -182,11 +182,11 @@ def refit(target) -> dict[str, float]:
            if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"}
     if "fitted.hbm_efficiency" in cited:
         row = rows[(cited["fitted.hbm_efficiency"], target.name)]
-        out["fitted.hbm_efficiency"] = row.measured / target["memory.hbm_bytes_per_s"]
+        out["fitted.hbm_efficiency"] = row.measured / target.main_memory_bytes_per_s
     if "schedule.launch_overhead_s" in cited:
         h100 = get_target("h100")
         small = next(r for r in ROWS if r.id == cited["schedule.launch_overhead_s"] and r.size == 65536)
-        out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100["memory.hbm_bytes_per_s"] * h100["fitted.hbm_efficiency"])
+        out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100.main_memory_bytes_per_s * h100["fitted.hbm_efficiency"])
     if "fitted.gemm_efficiency" in cited:
         row = rows[(cited["fitted.gemm_efficiency"], target.name)]
         at_one = target.with_overrides({"fitted.gemm_efficiency": 1.0})

@@ -10,6 +10,10 @@ segments with their reasons) and, per target, what it costs there, split by kind
     other            elementwise and reduction kernels
     fallback, transfer  host fallbacks; chip-to-chip traffic
     delta(kind) = jax time - torch time spent in kernels of that kind
+
+The comparison also records what was compared (`workload`: the caller's description of the
+entry, dtype, shapes, phase and compilers) and what each target is (`target_details`: its
+family's vendor and noun, its description and its main memory), so a report can say both.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from dataclasses import dataclass, field
 
 from hardware_models.cost.model import Estimate
 from hardware_models.estimate import estimate
+from hardware_models.families import get_family
 from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Plan
-from hardware_models.target import Target
+from hardware_models.target import Target, get_target
 from reference.errors import LandscapeError
 from reference.ir import category
 from reference.ir.diff import diff_modules
@@ -56,15 +61,24 @@ class SideResult:
             return {"side": self.side, "target": self.target, "refused": self.refused}
         d = self.estimate.to_dict()
         total = self.estimate.total
-        parts = {"compute": d["compute_s"], "memory": d["memory_s"], "schedule": d["schedule_s"]}
         fallbacks = sorted({op for g in self.estimate.groups if g.kind == "fallback" for op in g.ops})
         return {
-            "side": self.side, "target": self.target, "time_s": d["total_time_s"], "bottleneck": max(parts, key=parts.get),
+            "side": self.side, "target": self.target, "time_s": d["total_time_s"], "bottleneck": d["bottleneck"],
             "bytes": d["bytes"], "main_memory_bytes": d["bytes"].get(self.main_level, 0), "kernels": d["kernels"], "fused_groups": sum(1 for g in self.estimate.groups if len(g.ops) > 1),
             "padding_waste": 1 - total.flops / total.padded_flops if total.padded_flops else 0.0,
+            "main_memory_level": self.main_level,
             "fallbacks": fallbacks, "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
-            "time_by_kind_s": self.time_by_kind(), "notes": d["notes"],
+            "time_by_kind_s": self.time_by_kind(), "notes": d["notes"], "bottleneck_counts": d["bottleneck_counts"],
         }
+
+
+def describe_target(target: Target) -> dict:
+    """What a target is, for a reader: {"family", "vendor", "noun", "kind", "description",
+    "main_memory_level", "main_memory_bytes"}; kind is e.g. "NVIDIA GPU"."""
+    family = get_family(target.family)
+    return {"family": target.family, "vendor": family.vendor, "noun": family.noun, "kind": family.describe(),
+            "description": target.description, "main_memory_level": target.main_memory_level,
+            "main_memory_bytes": target.main_memory_bytes}
 
 
 @dataclass(frozen=True)
@@ -73,6 +87,8 @@ class Comparison:
     targets: tuple[str, ...]
     results: dict[tuple[str, str], SideResult]  # (target, side) -> result
     diff: dict = field(default_factory=dict)
+    workload: dict = field(default_factory=dict)  # what was compared, as the caller describes it
+    target_details: dict = field(default_factory=dict)  # target -> describe_target(target)
 
     def difference_cost(self, target: str) -> dict[str, float]:
         """jax - torch time per kind of kernel on one target (empty if either side was refused)."""
@@ -84,27 +100,33 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {
-            "name": self.name, "targets": list(self.targets),
+            "name": self.name, "targets": list(self.targets), "workload": self.workload,
+            "target_details": self.target_details,
             "results": [self.results[(t, s)].summary() for t in self.targets for s in ("torch", "jax")],
             "difference_cost_s": {t: self.difference_cost(t) for t in self.targets},
             "diff": self.diff,
         }
 
 
-def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target], name: str = "",
-                      chips: int | None = None, progress=None) -> Comparison:
+def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
+                      chips: int | None = None, progress=None, workload: dict | None = None) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
         torch_lowering, jax_lowering: from `pytorch_side.lower.lower_module` and
             `jax_side.lower.lower_function` (or the catalogue's `lower_entry`).
-        targets: loaded targets (`hardware_models.target.get_target`).
+        targets: target names ("h100") or loaded targets (`hardware_models.target.get_target`).
         chips: force a chip count on every target.
         progress: called with a short label after each (target, side), for a progress bar.
+        workload: what was compared (entry, dtype, shapes, phase, compilers), kept as given.
 
     A target that refuses a side (a type it lacks, too few chips) is recorded with its reason;
     nothing already computed is lost.
+
+    Raises:
+        UnknownName: a target name that no target file has (before anything is compiled).
     """
+    targets = [get_target(t) if isinstance(t, str) else t for t in targets]
     results = {}
     for target in targets:
         for side, lowering in (("torch", torch_lowering), ("jax", jax_lowering)):
@@ -117,4 +139,5 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
             if progress:
                 progress(f"{target.name} {side}")
     diff = diff_modules(torch_lowering.module, jax_lowering.module).to_dict()
-    return Comparison(name, tuple(t.name for t in targets), results, diff)
+    details = {t.name: describe_target(t) for t in targets}
+    return Comparison(name, tuple(t.name for t in targets), results, diff, dict(workload or {}), details)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hardware_models.cost.model import Cost, Estimate, GroupCost, host_fallback_cost, transfer_cost
-from hardware_models.pipelines import COST_MODELS, compile_plan
+from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Plan, group_work, scope_of
 from hardware_models.target import Target
 from reference.ir import Module
@@ -11,20 +11,20 @@ from reference.ir import Module
 
 def group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     """One group's cost: a host fallback or a tensor-parallel all-reduce the same way on every
-    target that places them; everything else by the family's own model (pipelines.COST_MODELS)."""
+    target that places them; everything else by the family's own model (its Family's group_cost)."""
     if group.kind == "fallback" and group.id in plan.placements:
-        return host_fallback_cost(group_work(plan, module, group)[0], dict(plan.placements[group.id].bytes), target)
+        return host_fallback_cost(group_work(plan, module, group).flops, dict(plan.placements[group.id].bytes), target)
     if group.kind == "transfer" and plan.partition.mode == "tensor parallel":
         return transfer_cost(plan, target)
-    return COST_MODELS[target.family](module, plan, group, target)
+    return target.family_record.group_cost(module, plan, group, target)
 
 
 def estimate(module: Module, target: Target, name: str = "", plan: Plan | None = None) -> Estimate:
     """Predict the cost of running `module` on `target`, kernel by kernel.
 
     Args:
-        module: the IR of a program (a `Lowering.module`, or `parse_stablehlo(text)`).
-        target: a loaded target; `target.with_overrides({...})` turns its knobs.
+        module: the IR of a program (a `Lowering`, its `.module`, or `parse_stablehlo(text)`).
+        target: a loaded target, or its name; `target.with_overrides({...})` turns its knobs.
         name: a label for the report.
         plan: a plan compiled earlier by `compile_plan(module, target)`; compiled here if None.
 
@@ -35,6 +35,12 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
     Raises:
         UnsupportedDtype: a floating type the target neither runs nor emulates.
     """
+    if isinstance(target, str):
+        from hardware_models.target import get_target
+
+        target = get_target(target)
+    name = name or getattr(module, "name", "")
+    module = getattr(module, "module", module)  # a Lowering: its IR
     plan = plan if plan is not None else compile_plan(module, target)
     groups = tuple(
         GroupCost(g.id, g.kind, tuple(plan.ops[i].op.short_name for i in g.members), scope_of(plan, g), g.repeats,

@@ -1,9 +1,10 @@
 """The Accelerator Landscape Map: one column per family, one row per question a user asks.
 
 Prose cells come from hardware_models/landscape_map.toml; number rows from each family's
-representative target file; measured rows from the models: the ridge point (peak over main
-memory bandwidth), and, when the caller passes predictions, where a reference model's KV cache
-lives and on how many chips.
+representative target file, read through the family registry (hardware_models/families/) and
+the target's memory levels; rows computed by the models: the ridge point (peak over main memory
+bandwidth), and, when the caller passes predictions, where a reference model's KV cache is
+predicted to live and on how many chips.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from hardware_models.families import BUILTIN, get_family
 from hardware_models.target import Target, get_target
 from reference.errors import BadTargetFile
 
 MAP_FILE = Path(__file__).with_name("landscape_map.toml")
-FAMILIES = ("gpu", "tpu", "wafer", "lpu", "spyre")
+FAMILIES = BUILTIN  # its columns: the built-in families, each with a table in landscape_map.toml
 PROSE = (
     ("execution model", "execution_model"), ("memory hierarchy", "memory_hierarchy"),
     ("programming model", "programming_model"), ("compiler strategy", "compiler_strategy"),
@@ -27,21 +29,12 @@ PROSE = (
     ("layout propagation", "layout_propagation"), ("alignment constraints", "alignment_constraints"),
     ("KV-cache strategy", "kv_cache_strategy"),
 )
-# On-chip memory a compiler can place data in, and the chip's bandwidth off the chip, per family.
-ON_CHIP = {
-    "gpu": lambda t: t["memory.l2_bytes"] + t["memory.smem_bytes_per_sm"] * t["chip.sm_count"],
-    "tpu": lambda t: t["memory.vmem_bytes_per_tensorcore"] * t["chip.tensorcores"],
-    "wafer": lambda t: t["memory.sram_bytes"],
-    "lpu": lambda t: t["memory.sram_bytes"],
-    "spyre": lambda t: t["memory.lx_bytes_per_core"] * t["chip.cores"],
-}
-OFF_CHIP = {
-    "gpu": lambda t: ("HBM", t["memory.hbm_bytes_per_s"]),
-    "tpu": lambda t: ("HBM", t["memory.hbm_bytes_per_s"]),
-    "wafer": lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
-    "lpu": lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),
-    "spyre": lambda t: ("LPDDR5", t["memory.lpddr5_bytes_per_s"]),
-}
+
+
+def on_chip_bytes(target: Target) -> float:
+    """Memory a compiler can place data in on the die: every on-chip level but the registers
+    (L2 and shared memory on a GPU; VMEM; LX; the SRAM that is all an LPU or a wafer has)."""
+    return sum(target.level_capacity(lv) for lv in target.levels if lv.on_chip and lv.role != "register")
 
 
 @dataclass(frozen=True)
@@ -76,16 +69,17 @@ def _read_prose(path: Path = MAP_FILE) -> dict[str, dict[str, str]]:
 
 
 def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:
-    """The map. `kv_cache`: family -> where a reference model's KV cache was placed (measured
+    """The map. `kv_cache`: family -> where a reference model's KV cache is placed (predicted
     by `predict_inference`), added as a row when given."""
     prose = _read_prose()
     targets: dict[str, Target] = {f: get_target(prose[f]["target"]) for f in FAMILIES}
     rows = [(label, {f: prose[f][key] for f in FAMILIES}) for label, key in PROSE]
-    rows.append(("on-chip capacity", {f: f"{ON_CHIP[f](t) / 1e6:,.0f} MB" for f, t in targets.items()}))
-    rows.append(("off-chip bandwidth", {f: f"{OFF_CHIP[f](t)[0]} {OFF_CHIP[f](t)[1] / 1e9:,.0f} GB/s" for f, t in targets.items()}))
+    rows.append(("on-chip capacity", {f: f"{on_chip_bytes(t) / 1e6:,.0f} MB" for f, t in targets.items()}))
+    off_chip = {f: get_family(f).off_chip(t) for f, t in targets.items()}
+    rows.append(("off-chip bandwidth", {f: f"{off_chip[f][0]} {off_chip[f][1] / 1e9:,.0f} GB/s" for f in FAMILIES}))
     rows.append(("peak FLOP/s (16-bit)", {f: f"{t.peak_16bit_flop_per_s / 1e12:,.0f} TFLOP/s" for f, t in targets.items()}))
     rows.append(("peak bandwidth", {f: f"{t.main_memory_level.upper()} {t.main_memory_bytes_per_s / 1e12:,.2f} TB/s" for f, t in targets.items()}))
     rows.append(("ridge point", {f: f"{t.ridge_flop_per_byte:,.1f} FLOP/byte" for f, t in targets.items()}))
     if kv_cache:
-        rows.append(("KV-cache placement (measured)", {f: kv_cache.get(f, "-") for f in FAMILIES}))
+        rows.append(("KV-cache placement (predicted)", {f: kv_cache.get(f, "-") for f in FAMILIES}))
     return LandscapeMap(FAMILIES, {f: prose[f]["name"] for f in FAMILIES}, {f: t.name for f, t in targets.items()}, tuple(rows))

@@ -1,7 +1,7 @@
 """The mapping: what a target's compiler decided, kept as printable data (Timeloop's third part).
 
 A `Plan` starts from the workload (the IR's ops, with calls and loops expanded into how many
-times each op runs) and each pass in `hardware_models/pipelines.py` returns a new plan with
+times each op runs: hardware_models/workload.py) and each pass in `hardware_models/pipelines.py` returns a new plan with
 more decisions filled in: which ops form one kernel (`Group`), how a contraction is tiled and
 padded (`Tiling`), and how many bytes each group moves at each memory level (`Placement`).
 Cost models read a finished plan and decide nothing.
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
-from reference.ir import Module, Op, TensorType, category, module_stats
+from reference.ir import Module, Op, TensorType, category
 from reference.ir.counters import contraction_flops, op_cost
+from reference.ir.graph import ELEMENT_BYTES
 
 # Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
 # value underneath it (a broadcast bias is read at its own size).
@@ -86,6 +88,11 @@ class GemmShape:
     @property
     def flops(self) -> int:
         return 2 * self.batch * self.m * self.n * self.k
+
+    def operand_bytes(self) -> tuple[int, int]:
+        """(A, B) bytes at the width the target runs them as."""
+        e = ELEMENT_BYTES.get(self.dtype, 4)
+        return self.batch * self.m * self.k * e, self.batch * self.k * self.n * e
 
 
 @dataclass(frozen=True)
@@ -220,6 +227,46 @@ class Partition:
         return ceil_div(self.chips, self.tensor_parallel)
 
 
+@dataclass(frozen=True)
+class Region:
+    """The PEs a kernel gets on a wafer (place_layers): its own region, weights in their SRAM."""
+
+    pes: int
+
+
+@dataclass(frozen=True)
+class Restickify:
+    """A stick re-layout on a stick-based device (insert_restickify): `value` is re-laid out
+    before group `group` reads it ("operand": a matmul operand sticked on the wrong dimension,
+    2 x its bytes through LPDDR5 at the restickify rate), or the whole kernel is one ("kernel":
+    a transpose, which the hardware runs as a restickify)."""
+
+    group: int
+    value: str
+    kind: str = "operand"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A tensor between two kernels of a dataflow graph (fire_kernels): `producer` is a group id,
+    or -1 for a program argument; `where` it waits for the consumer ("lx" or "lpddr5")."""
+
+    producer: int
+    consumer: int
+    value: str
+    sticks: int
+    where: str
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One pass of a compilation: its name, the groups after it and its wall time in seconds."""
+
+    name: str
+    groups: int
+    seconds: float = 0.0
+
+
 def shard_factor(plan: "Plan", group: "Group") -> int:
     """How many chips split this group's contraction (tensor parallelism); 1 otherwise."""
     p = plan.partition
@@ -234,17 +281,27 @@ class Plan:
     tilings: dict[int, Tiling] = field(default_factory=dict)
     placements: dict[int, Placement] = field(default_factory=dict)
     layouts: dict[str, StickLayout] = field(default_factory=dict)
-    restickify: tuple[tuple[int, str], ...] = ()  # (group, value) re-laid out before the group
-    dataflow: tuple[tuple[int, int, str, int, str], ...] = ()  # (producer or -1, consumer, value, sticks, where it waits)
+    restickify: tuple[Restickify, ...] = ()
+    dataflow: tuple[Edge, ...] = ()
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
+    regions: dict[int, Region] = field(default_factory=dict)
     schedule: dict[int, Slot] = field(default_factory=dict)
     partition: Partition | None = None
     requested_chips: int | None = None  # --chips: the user's count instead of the compiler's
     notes: tuple[str, ...] = ()
-    passes: tuple[tuple[str, int], ...] = ()  # (pass name, groups after it)
+    passes: tuple[PassRecord, ...] = ()
+    dtypes: tuple[tuple[str, str], ...] = ()  # (element type, the type the target runs it as), from resolve_dtypes
 
     def with_(self, **changes) -> "Plan":
         return replace(self, **changes)
+
+    def runs_as(self, dtype: str) -> str:
+        """The type the target runs `dtype` as, decided once by resolve_dtypes (itself if native)."""
+        return dict(self.dtypes).get(dtype, dtype)
+
+    def value_graph(self) -> "ValueGraph":
+        """Producers, consumers and sizes of the plan's values, at the widths the target runs them as."""
+        return ValueGraph(self.ops, dict(self.dtypes))
 
     def group_ops(self, group: Group) -> list[PlannedOp]:
         return [self.ops[i] for i in group.members]
@@ -252,7 +309,7 @@ class Plan:
     def render(self) -> str:
         """The plan as text: one line per group, then its tiling and bytes per level."""
         lines = [f"plan for {self.target}: {len(self.groups)} groups from {len(self.ops)} ops"]
-        lines += [f"  pass {name}: {n} groups" for name, n in self.passes]
+        lines += [f"  pass {p.name}: {p.groups} groups, {p.seconds * 1e3:.2f} ms" for p in self.passes]
         for g in self.groups:
             ops = "+".join(self.ops[i].op.short_name for i in g.members) or g.label
             lines.append(f"  g{g.id} {g.kind:11s} x{g.repeats:<4d} {ops}   [{scope_of(self, g)}]")
@@ -269,11 +326,15 @@ class Plan:
             d = self.divisions.get(g.id)
             if d:
                 lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")
-            for group_id, value in self.restickify:
-                if group_id == g.id:
-                    lines.append(f"      restickify {value} to the layout this kernel reads")
-            inputs = [f"{'g' + str(src) if src >= 0 else 'argument'} {sticks} sticks in {where}"
-                      for src, dst, _, sticks, where in self.dataflow if dst == g.id]
+            for r in self.restickify:
+                if r.group == g.id:
+                    lines.append(f"      restickify {r.value} to the layout this kernel reads" if r.kind == "operand"
+                                 else "      the kernel is a restickify (a transpose of sticks)")
+            region = self.regions.get(g.id)
+            if region:
+                lines.append(f"      region of {region.pes:,} PEs")
+            inputs = [f"{'g' + str(e.producer) if e.producer >= 0 else 'argument'} {e.sticks} sticks in {e.where}"
+                      for e in self.dataflow if e.consumer == g.id]
             if inputs:
                 lines.append(f"      fires on: {'; '.join(inputs)}")
             p = self.placements.get(g.id)
@@ -293,7 +354,7 @@ class Plan:
             "target": self.target,
             **({"partition": {"chips": self.partition.chips, "tensor_parallel": self.partition.tensor_parallel,
                               "stages": self.partition.stages, "mode": self.partition.mode}} if self.partition else {}),
-            "passes": [list(p) for p in self.passes],
+            "passes": [[p.name, p.groups] for p in self.passes],  # wall times vary: render() shows them
             "notes": list(self.notes),
             "groups": [
                 {
@@ -323,78 +384,6 @@ def scope_of(plan: Plan, group: Group) -> str:
     return group.instance
 
 
-# ---------------------------------------------------------------- the workload, expanded
-
-
-def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, ...]]:
-    """Every op as it executes: calls inlined per call site, loop bodies kept once with repeats.
-
-    Returns the ops and notes (loops whose trip count could not be read count once).
-    """
-    planned: list[PlannedOp] = []
-    notes: list[str] = []
-
-    def walk(ops, instance: str, repeats: int) -> None:
-        for position, op in enumerate(ops):
-            short = op.short_name
-            if short == "call":
-                planned.append(PlannedOp(len(planned), op, instance, repeats))
-                walk(module.function(op.callee).ops, f"{instance}/{position}:{op.callee}", repeats * (op.trip_count or 1))
-            elif short == "while":
-                planned.append(PlannedOp(len(planned), op, instance, repeats))
-                if op.trip_count is None:
-                    notes.append(f"a while loop in {instance} has no static trip count; its body counts once")
-                body = [o for region in op.regions for o in region.ops]
-                walk(body, f"{instance}/{position}:while", repeats * (op.trip_count or 1))
-            else:
-                planned.append(PlannedOp(len(planned), op, instance, repeats))
-
-    walk(module.main.ops, "main", 1)
-    return tuple(planned), tuple(notes)
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """What a program asks of memory, for the passes that spread it over chips.
-
-    needed_bytes: every argument (weights, inputs, caches), a regional block's weights once per layer;
-    layer_bytes: one layer's own arguments (all of them for a flat program);
-    hidden_bytes: what passes from layer to layer (the block call's result; a flat program's results);
-    layers: how often the block runs (1 for a flat program).
-    """
-
-    needed_bytes: int
-    layer_bytes: int
-    hidden_bytes: int
-    layers: int
-    regional: bool
-
-
-def program_footprint(module: Module) -> Footprint:
-    main = module.main
-    needed = module_stats(module, tuple(range(len(main.args)))).param_bytes
-    calls = [op for op in main.ops if op.short_name == "call" and op.trip_count]
-    if not calls:
-        return Footprint(needed, needed, sum(t.nbytes for t in main.results), 1, False)
-    arg_bytes = {name: typ.nbytes for name, typ in main.args}
-    layer_bytes = sum(arg_bytes.get(v, 0) for v in calls[0].operands)
-    return Footprint(needed, layer_bytes, calls[0].result_types[0].nbytes, calls[0].trip_count, True)
-
-
-def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
-    """Qualified values that are the program's own arguments (weights, inputs, caches): main's
-    arguments, and a called function's arguments bound to them (a regional block's weights)."""
-    params = {f"main{name}" for name, _ in module.main.args}
-    for p in plan.ops:
-        if p.op.short_name != "call" or p.index + 1 >= len(plan.ops):
-            continue
-        child = plan.ops[p.index + 1].instance  # expand_workload puts the callee's ops right after the call
-        for (name, _), operand in zip(module.function(p.op.callee).args, p.operands):
-            if operand in params:
-                params.add(f"{child}{name}")
-    return frozenset(params)
-
-
 def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
     return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views
@@ -407,7 +396,8 @@ def is_fallback_op(p: PlannedOp) -> bool:
 class ValueGraph:
     """Producers, consumers, view aliases and sizes of every value in a plan's ops."""
 
-    def __init__(self, ops: tuple[PlannedOp, ...]):
+    def __init__(self, ops: tuple[PlannedOp, ...], runs_as: dict[str, str] | None = None):
+        self.runs_as = runs_as or {}  # element type -> the type the target runs it as (its width counts)
         self.producer: dict[str, int] = {}
         self.consumers: dict[str, list[int]] = {}
         self.alias: dict[str, str] = {}  # view result -> the value it views
@@ -450,11 +440,12 @@ class ValueGraph:
         return value
 
     def nbytes(self, value: str) -> int:
+        """The value's bytes at the width the target runs its type as (f16 emulated as f32: 4)."""
         root = self.root(value)
         typ = self.types[root]
-        if root in self.splat:
-            return typ.nbytes // max(typ.elements, 1)
-        return typ.nbytes
+        width = ELEMENT_BYTES.get(self.runs_as.get(typ.dtype, typ.dtype))
+        per_element = width if width is not None else typ.nbytes // max(typ.elements, 1)
+        return per_element if root in self.splat else per_element * typ.elements
 
     def users(self, value: str) -> list[int]:
         """Ops that read the value, directly or through views (-1: returned)."""
@@ -487,13 +478,33 @@ def group_outputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
     return out
 
 
-def group_work(plan: Plan, module: Module, group: Group) -> tuple[int, int, int]:
-    """(FLOPs, transcendentals, op-boundary bytes) of one execution of the group."""
+class Work(NamedTuple):
+    """What one execution of a group computes and touches, counted once for every cost model.
+
+    flops: every member's FLOPs; transcendentals; bytes: op-boundary bytes (each member's operands
+    and results); contraction_flops: the contraction's own (0 for a group without one), so the
+    epilogue (the work fused after a matmul) is flops - contraction_flops.
+    """
+
+    flops: int
+    transcendentals: int
+    bytes: int
+    contraction_flops: int = 0
+
+    @property
+    def epilogue_flops(self) -> int:
+        return self.flops - self.contraction_flops
+
+
+def group_work(plan: Plan, module: Module, group: Group) -> Work:
+    """The Work of one execution of the group."""
     flops = trans = moved = 0
     for p in plan.group_ops(group):
         cost = op_cost(p.op, module)
         flops, trans, moved = flops + cost.flops, trans + cost.transcendentals, moved + cost.bytes_accessed
-    return flops, trans, moved
+    first = plan.ops[group.members[0]].op if group.members else None
+    contraction = contraction_flops(first) if group.kind == "contraction" and first is not None else 0
+    return Work(flops, trans, moved, contraction)
 
 
 def gemm_shape(op: Op, runs_as: str) -> GemmShape:

@@ -6,7 +6,14 @@ P primary, S secondary, D derived (the file carries the arithmetic over other ke
 that `with_overrides` / `--set section.key=VALUE` replaces), F fitted (a coefficient fitted to
 a measured row of the calibration table, which the source names: "F G23"; see
 hardware_models/calibration.py, which refits it). Hardware limits sit in [chip], [peak],
-[memory], [interconnect]; fitted coefficients in [fitted] and [schedule], apart.
+[interconnect]; fitted coefficients in [fitted] and [schedule], apart.
+Memory levels are data: `[levels.NAME]` tables, outermost first, each with a `role` ("main":
+the main memory; "on-chip": a cache or scratchpad; "register"), an optional `per` (the chip
+key that counts its instances: "chip.sm_count"), an optional `keeps_producer_output` and
+`on_chip` flag, and sourced quantities (`bytes` per instance, `bytes_per_s`, and its policies:
+`usable_fraction`, `usable_bytes`, `resident_fraction`, `buffer_fraction`), keyed
+"levels.NAME.KEY" like every other quantity, so `--set levels.l2.resident_fraction=0.3` turns one.
+What each family's files must hold is declared by the family (hardware_models/families/).
 A [dtypes] table lists the element types the chip runs natively, and the ones it emulates
 with another (`emulated = { f16 = "f32" }`); anything else is refused with an error. Keys carry
 their unit (`_hz`, `_bytes`, `_bytes_per_s`, `_flop_per_s`). Quantities that follow from others
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 import tomllib
 from dataclasses import dataclass, replace
@@ -27,69 +35,13 @@ from reference.errors import BadTargetFile, UnknownName, UnsupportedDtype
 TARGETS_DIR = Path(__file__).with_name("targets")
 TAGS = ("P", "S", "D", "U", "F")
 
-# Required (section, key) per family; any other key in a file is an error.
-SCHEMA: dict[str, dict[str, tuple[str, ...]]] = {
-    "gpu": {
-        "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm", "mma_m", "mma_k_bytes"),
-        "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
-        "memory": ("hbm_bytes", "hbm_bytes_per_s", "l2_bytes", "smem_bytes_per_sm", "register_bytes_per_sm", "usable_fraction"),
-        "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s"),
-        "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s"),
-        "host": ("flop_per_s",),
-    },
-    "tpu": {
-        "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
-                 "vpu_sublanes", "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
-        "peak": ("bf16_flop_per_s", "int8_op_per_s"),
-        "memory": ("hbm_bytes", "hbm_bytes_per_s", "vmem_bytes_per_tensorcore", "vmem_bytes_per_s", "usable_fraction"),
-        "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s", "allreduce_bus_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s"),
-        "host": ("flop_per_s",),
-    },
-    "spyre": {
-        "chip": ("cores", "corelets_per_core", "pe_rows", "pe_cols", "stick_bytes", "matmul_row_pass", "vector_ops_per_s_per_core"),
-        "peak": ("fp16_mac_per_s_per_core",),
-        "memory": ("lpddr5_bytes", "lpddr5_bytes_per_s", "lx_bytes_per_core", "lx_usable_bytes_per_core", "usable_fraction"),
-        "interconnect": ("host_bytes_per_s", "allreduce_bus_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s"),
-        "fitted": ("matmul_mac_per_s_per_core", "bmm_mac_per_s_per_core", "bmm_small_batch_mac_per_s_per_core",
-                   "lpddr5_one_way_bytes_per_s", "lpddr5_read_write_bytes_per_s", "restickify_bytes_per_s"),
-        "host": ("flop_per_s",),
-    },
-    "lpu": {
-        "chip": ("clock_hz", "vector_lanes", "vector_alus", "mxm_macs_per_cycle", "mxm_rows", "sxm_vectors_per_cycle"),
-        "peak": ("int8_op_per_s", "fp16_flop_per_s"),
-        "memory": ("sram_bytes", "sram_bytes_per_s", "sram_usable_fraction"),
-        "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
-        "schedule": ("mem_latency_cycles", "vxm_latency_cycles", "sxm_latency_cycles", "mxm_latency_cycles", "c2c_hop_latency_s"),
-        "host": ("flop_per_s",),
-    },
-    "wafer": {
-        "chip": ("pes",),
-        "peak": ("fp16_flop_per_s",),
-        "memory": ("sram_bytes", "sram_bytes_per_s", "sram_usable_fraction"),
-        "interconnect": ("fabric_bytes_per_s", "system_io_bytes_per_s", "host_bytes_per_s"),
-        "schedule": ("region_latency_s", "wafer_hop_latency_s"),
-        "fitted": ("compute_efficiency",),
-        "host": ("flop_per_s",),
-    },
-}
-# Per family: the 16-bit peak (FLOP/s) and the main memory (capacity key, bandwidth key) that
-# `landscape targets` and the ridge point read; a function where the peak is a product of keys.
-PEAK_16BIT = {
-    "gpu": lambda t: t["peak.bf16_flop_per_s"],
-    "tpu": lambda t: t["peak.bf16_flop_per_s"],
-    "spyre": lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
-    "lpu": lambda t: t["peak.fp16_flop_per_s"],
-    "wafer": lambda t: t["peak.fp16_flop_per_s"],
-}
-MAIN_MEMORY = {"gpu": "memory.hbm", "tpu": "memory.hbm", "spyre": "memory.lpddr5", "lpu": "memory.sram", "wafer": "memory.sram"}
 # Element types by MLIR name that are checked against [dtypes]: the floating types and int8 (a
 # compute type for quantized matmuls); other integers are indices and masks every target handles.
 COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "i8")
-OPTIONAL = {"gpu": {"peak": ("fp8_flop_per_s", "int8_op_per_s")}, "tpu": {"fitted": ("gemm_efficiency", "hbm_efficiency")}, "spyre": {}, "lpu": {}, "wafer": {}}
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
+ROLES = ("main", "on-chip", "register")
+LEVEL_QUANTITIES = ("bytes", "bytes_per_s", "usable_fraction", "usable_bytes", "resident_fraction", "buffer_fraction")
+LEVEL_FIELDS = {"role", "per", "keeps_producer_output", "on_chip"}
 
 
 @dataclass(frozen=True)
@@ -115,6 +67,27 @@ class Quantity:
 
 
 @dataclass(frozen=True)
+class Level:
+    """One memory level of a chip (its numbers are quantities "levels.NAME.KEY" of the target).
+
+    role: "main" (the main memory, one per chip), "on-chip" (a cache or scratchpad) or
+    "register"; per: the chip key that counts its instances ("chip.sm_count"), "" for one per
+    chip; keeps_producer_output: a kernel's output may still be here for the next kernel (a
+    GPU's L2), within resident_fraction of it; on_chip: on the die (every level but a main
+    memory off the die: HBM, LPDDR5).
+    """
+
+    name: str
+    role: str
+    per: str = ""
+    keeps_producer_output: bool = False
+    on_chip: bool = True
+
+    def key(self, quantity: str) -> str:
+        return f"levels.{self.name}.{quantity}"
+
+
+@dataclass(frozen=True)
 class Target:
     """A chip: name, family and its sourced quantities keyed "section.key"."""
 
@@ -125,6 +98,7 @@ class Target:
     path: str
     native_dtypes: tuple[str, ...] = ()
     emulated_dtypes: tuple[tuple[str, str], ...] = ()  # (dtype, the native dtype it runs as)
+    levels: tuple[Level, ...] = ()  # outermost first
 
     def __getitem__(self, key: str) -> float:
         try:
@@ -149,38 +123,74 @@ class Target:
         raise UnsupportedDtype(f"target {self.name}", dtype, [*self.native_dtypes, *emulated])
 
     def with_overrides(self, overrides: dict[str, float]) -> "Target":
-        """A copy with some quantities replaced (`--set memory.l2_bytes_per_s=6e12`).
+        """A copy with some quantities replaced (`--set levels.l2.resident_fraction=0.3`).
 
         Raises:
             UnknownName: a key the target does not have.
-            BadTargetFile: a non-positive value.
+            BadTargetFile: a value outside the key's domain (`domain`): not finite, not > 0, a
+                fraction above 1, a count that is not a whole number.
         """
         quantities = dict(self.quantities)
         for key, value in overrides.items():
             if key not in quantities:
                 raise UnknownName(f"quantity of {self.name}", key, quantities)
-            if not value > 0:
-                raise BadTargetFile("--set", key, f"value must be a positive number, got {value!r}")
+            problem = domain_problem(key, value)
+            if problem:
+                raise BadTargetFile("--set", key, problem)
             quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
         return replace(self, quantities=quantities)
 
     @property
+    def family_record(self):
+        """The target's `Family` (hardware_models/families/): pipeline, cost model, ceilings."""
+        from hardware_models.families import get_family
+
+        return get_family(self.family)
+
+    @property
     def peak_16bit_flop_per_s(self) -> float:
         """The dense bf16 (fp16 on Spyre) peak."""
-        return PEAK_16BIT[self.family](self)
+        return self.family_record.peak_16bit(self)
+
+    def level(self, role: str) -> Level:
+        """The outermost level of a role ("main", "on-chip")."""
+        for level in self.levels:
+            if level.role == role:
+                return level
+        raise UnknownName(f"memory level role of {self.name}", role, sorted({lv.role for lv in self.levels}))
+
+    def has_level(self, role: str) -> bool:
+        return any(level.role == role for level in self.levels)
+
+    def level_value(self, level: Level | str, quantity: str, default: float | None = None) -> float:
+        """A level's quantity ("bytes", "bytes_per_s", a policy); `default` where the file has none."""
+        name = level.name if isinstance(level, Level) else level
+        key = f"levels.{name}.{quantity}"
+        if default is not None and key not in self.quantities:
+            return default
+        return self[key]
+
+    def level_capacity(self, level: Level) -> float:
+        """All instances of a level together: bytes x the count its `per` key names."""
+        return self.level_value(level, "bytes") * (self[level.per] if level.per else 1)
 
     @property
     def main_memory_level(self) -> str:
         """The name of the main memory as a level in plans and costs: "hbm", "lpddr5"."""
-        return MAIN_MEMORY[self.family].split(".", 1)[1]
+        return self.level("main").name
 
     @property
     def main_memory_bytes(self) -> float:
-        return self[f"{MAIN_MEMORY[self.family]}_bytes"]
+        return self.level_value(self.level("main"), "bytes")
 
     @property
     def main_memory_bytes_per_s(self) -> float:
-        return self[f"{MAIN_MEMORY[self.family]}_bytes_per_s"]
+        return self.level_value(self.level("main"), "bytes_per_s")
+
+    @property
+    def usable_main_memory_bytes(self) -> float:
+        """What weights, inputs and caches may fill: main memory x its usable_fraction."""
+        return self.main_memory_bytes * self.level_value(self.level("main"), "usable_fraction")
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -195,11 +205,51 @@ class Target:
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
             "native_dtypes": list(self.native_dtypes),
             "emulated_dtypes": dict(self.emulated_dtypes),
+            "levels": [{"name": lv.name, "role": lv.role, "per": lv.per, "keeps_producer_output": lv.keeps_producer_output,
+                        "on_chip": lv.on_chip} for lv in self.levels],
             "quantities": {
                 k: {"value": q.value, "source": q.source, **({"note": q.note} if q.note else {}), **({"derivation": q.derivation} if q.derivation else {})}
                 for k, q in sorted(self.quantities.items())
             },
         }
+
+
+# A quantity's domain follows from its key. A fraction (a share, an efficiency) lies in (0, 1]; a
+# count (a [chip] quantity that is not a rate or a clock, a latency in cycles, a number of links)
+# is a whole number in [1, 1e12]; everything else (a rate, a size, a time) lies in [1e-12, 1e21]:
+# wider than any chip's (a picosecond to a zettabyte per second), narrow enough that no product
+# or quotient of two of them overflows a float or loses it to a subnormal.
+RATE_SUFFIXES = ("_hz", "_per_s", "_per_s_per_core", "_per_s_per_link")
+POSITIVE_RANGE = (1e-12, 1e21)
+MAX_COUNT = 1e12
+
+
+def domain(key: str) -> str:
+    """"fraction", "count" or "positive": the values a quantity may take (see above)."""
+    name = key.rsplit(".", 1)[-1]
+    if name.endswith("_fraction") or name.endswith("efficiency"):
+        return "fraction"
+    section = key.split(".", 1)[0]
+    if name.endswith("_cycles") or name.endswith("_links") or (section == "chip" and not name.endswith(RATE_SUFFIXES)):
+        return "count"
+    return "positive"
+
+
+def domain_problem(key: str, value: object) -> str | None:
+    """Why `value` is outside the domain of `key`, or None when it is inside."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return f"value must be a number, got {value!r}"
+    if not math.isfinite(value) or value <= 0:
+        return f"value must be a finite number > 0, got {value!r}"
+    kind = domain(key)
+    if kind == "fraction" and value > 1:
+        return f"a fraction lies in (0, 1], got {value!r}"
+    if kind == "count" and (value != int(value) or value > MAX_COUNT):
+        return f"a count is a whole number in [1, {MAX_COUNT:g}], got {value!r}"
+    lo, hi = POSITIVE_RANGE
+    if kind == "positive" and not lo <= value <= hi:
+        return f"a rate, size or time lies in [{lo:g}, {hi:g}], got {value!r}"
+    return None
 
 
 def _quantity(path: Path, key: str, raw: object) -> Quantity:
@@ -209,8 +259,9 @@ def _quantity(path: Path, key: str, raw: object) -> Quantity:
     if unknown:
         raise BadTargetFile(path, key, f"unknown fields {sorted(unknown)}; valid: {sorted(QUANTITY_FIELDS)}")
     value, source = raw.get("value"), raw.get("source")
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-        raise BadTargetFile(path, key, f"value must be a positive number, got {value!r}")
+    problem = domain_problem(key, value)
+    if problem:
+        raise BadTargetFile(path, key, problem)
     if not isinstance(source, str) or source.split()[:1] == [] or source.split()[0] not in TAGS:
         raise BadTargetFile(path, key, f"source must start with a tag {'/'.join(TAGS)}, got {source!r}")
     if source.split()[0] == "D" and not raw.get("derivation"):
@@ -233,26 +284,71 @@ def load_target_file(path: Path) -> Target:
             raise BadTargetFile(path, key, "missing")
     if raw["schema"] != 1:
         raise BadTargetFile(path, "schema", "expected 1")
-    family = raw["family"]
-    if family not in SCHEMA:
-        raise BadTargetFile(path, "family", f"expected one of {sorted(SCHEMA)}")
+    from hardware_models.families import families
+
+    known = families()
+    if raw["family"] not in known:
+        raise BadTargetFile(path, "family", f"expected one of {sorted(known)}")
+    family = known[raw["family"]]
     quantities = {}
     native, emulated = _dtypes(path, raw.get("dtypes"))
+    levels = _levels(path, raw.get("levels"), family, quantities)
     for section, table in raw.items():
-        if section in ("schema", "name", "family", "description", "dtypes"):
+        if section in ("schema", "name", "family", "description", "dtypes", "levels"):
             continue
-        allowed = SCHEMA[family].get(section, ()) + OPTIONAL[family].get(section, ())
+        allowed = family.schema.get(section, ()) + family.optional.get(section, ())
         if not isinstance(table, dict) or not allowed:
-            raise BadTargetFile(path, section, f"unknown section; valid: {sorted(SCHEMA[family])}")
+            raise BadTargetFile(path, section, f"unknown section; valid: {', '.join(sorted([*family.schema, 'levels', 'dtypes']))}")
         for key, value in table.items():
             if key not in allowed:
                 raise BadTargetFile(path, f"{section}.{key}", f"unknown key; valid: {', '.join(allowed)}")
             quantities[f"{section}.{key}"] = _quantity(path, f"{section}.{key}", value)
-    for section, keys in SCHEMA[family].items():
+    for section, keys in family.schema.items():
         for key in keys:
             if f"{section}.{key}" not in quantities:
                 raise BadTargetFile(path, f"{section}.{key}", "missing")
-    return Target(raw["name"], family, raw["description"], quantities, str(path), native, emulated)
+    for level in levels:
+        if level.per and level.per not in quantities:
+            raise BadTargetFile(path, f"levels.{level.name}.per", f"names no quantity of this file: {level.per!r}")
+    return Target(raw["name"], family.name, raw["description"], quantities, str(path), native, emulated, levels)
+
+
+def _levels(path: Path, table: object, family, quantities: dict) -> tuple[Level, ...]:
+    """The [levels.NAME] tables, in file order; their quantities go into `quantities`."""
+    if not isinstance(table, dict) or not table:
+        raise BadTargetFile(path, "levels", f"a [levels.NAME] table per memory level; this family needs {', '.join(family.levels)}")
+    levels = []
+    for name, raw in table.items():
+        if not isinstance(raw, dict):
+            raise BadTargetFile(path, f"levels.{name}", "expected a table")
+        role = raw.get("role")
+        if role not in ROLES:
+            raise BadTargetFile(path, f"levels.{name}.role", f"one of {', '.join(ROLES)}, got {role!r}")
+        for key, value in raw.items():
+            if key in LEVEL_FIELDS:
+                continue
+            if key not in LEVEL_QUANTITIES:
+                raise BadTargetFile(path, f"levels.{name}.{key}", f"unknown key; valid: {', '.join(sorted(LEVEL_FIELDS) + list(LEVEL_QUANTITIES))}")
+            quantities[f"levels.{name}.{key}"] = _quantity(path, f"levels.{name}.{key}", value)
+        for flag in ("keeps_producer_output", "on_chip"):
+            if flag in raw and not isinstance(raw[flag], bool):
+                raise BadTargetFile(path, f"levels.{name}.{flag}", f"true or false, got {raw[flag]!r}")
+        per = raw.get("per", "")
+        if not isinstance(per, str):
+            raise BadTargetFile(path, f"levels.{name}.per", f"a chip key such as \"chip.cores\", got {per!r}")
+        level = Level(name, role, per, raw.get("keeps_producer_output", False), raw.get("on_chip", role != "main"))
+        if level.keeps_producer_output and f"levels.{name}.resident_fraction" not in quantities:
+            raise BadTargetFile(path, f"levels.{name}.resident_fraction", "missing: a level that keeps a producer's output says how much of it")
+        levels.append(level)
+    if [lv.role for lv in levels].count("main") != 1:
+        raise BadTargetFile(path, "levels", "exactly one level has role = \"main\"")
+    for name, keys in family.levels.items():
+        if name not in table:
+            raise BadTargetFile(path, f"levels.{name}", f"missing; the {family.name} family needs {', '.join(family.levels)}")
+        for key in keys:
+            if f"levels.{name}.{key}" not in quantities:
+                raise BadTargetFile(path, f"levels.{name}.{key}", "missing")
+    return tuple(levels)
 
 
 def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -305,8 +401,15 @@ def evaluate(expression: str, target: Target) -> float:
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            return target[f"{node.value.id}.{node.attr}"]
+        if isinstance(node, ast.Attribute):
+            return target[_dotted(node)]
+        raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
+
+    def _dotted(node) -> str:
+        if isinstance(node, ast.Name):
+            return node.id
+        if isinstance(node, ast.Attribute):
+            return f"{_dotted(node.value)}.{node.attr}"
         raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
 
     return walk(ast.parse(expression, mode="eval"))

@@ -8,14 +8,16 @@ cycle. The output is a pure function of the plan: the same program gives the sam
 
 from __future__ import annotations
 
-from hardware_models.pipelines import PIPELINES, pass_name
 from hardware_models.plan import Plan
 from hardware_models.target import Target, load_targets
 from reference.errors import UnknownName
 
 
 def scheduled(family: str) -> bool:
-    return "schedule_static" in (pass_name(step) for step in PIPELINES[family])
+    """Whether the family's compiler fixes every op's cycle (its Family record says so)."""
+    from hardware_models.families import get_family
+
+    return get_family(family).scheduled
 
 
 def check_traceable(target: Target) -> None:

@@ -1,33 +1,100 @@
-"""The dtypes every side understands, by one canonical name, with their numpy storage types."""
+"""The dtypes this project knows, in one table: every spelling a user may type maps to one record.
+
+    name (numpy, catalogue)  mlir        short  bytes  also accepted
+    float32                  f32         fp32   4      f32, fp32
+    bfloat16                 bf16        bf16   2      bf16
+    float16                  f16         fp16   2      f16, fp16, half
+    float8_e4m3fn            f8E4M3FN    fp8    1      f8E4M3FN, fp8, e4m3
+    int8                     i8          int8   1      i8
+
+The catalogue runs and lowers in the three float types (FLOAT_DTYPES); the two 8-bit types are
+what `predict --precision fp8|int8` quantizes weights, KV cache and matmul inputs to.
+"""
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from reference.errors import UnknownName
 
-# numpy storage type for each canonical dtype name; bfloat16 comes from ml_dtypes,
-# the same package jax uses, so a bfloat16 array crosses to jax without conversion.
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "float32": np.dtype(np.float32),
-    "bfloat16": np.dtype(ml_dtypes.bfloat16),
-    "float16": np.dtype(np.float16),
-}
+if TYPE_CHECKING:
+    import numpy as np
 
-FLOAT_DTYPES = tuple(NUMPY_DTYPES)
+
+@dataclass(frozen=True)
+class DType:
+    """One dtype under all its names.
+
+    Attributes:
+        name: the canonical name: numpy's and the catalogue's ("bfloat16").
+        mlir: the MLIR element type the IR writes ("bf16", "f8E4M3FN").
+        short: the short name serving options use ("bf16", "fp8").
+        bytes: storage bytes per element.
+        aliases: other spellings accepted on the command line.
+
+    numpy and ml_dtypes are imported on first use of `.numpy`, so that the command line can
+    read this table without paying for them (`landscape --help`).
+    """
+
+    name: str
+    mlir: str
+    short: str
+    bytes: int
+    aliases: tuple[str, ...]
+
+    @property
+    def numpy(self) -> np.dtype:
+        """The numpy storage type; bfloat16 and fp8 come from ml_dtypes, the package jax uses, so
+        such an array crosses to jax without conversion."""
+        import ml_dtypes
+        import numpy as np
+
+        return np.dtype(getattr(ml_dtypes, self.name) if self.name in ("bfloat16", "float8_e4m3fn") else self.name)
+
+    @property
+    def spellings(self) -> tuple[str, ...]:
+        """Every name this dtype answers to, the canonical one first."""
+        return tuple(dict.fromkeys((self.name, self.mlir, self.short, *self.aliases)))
+
+
+DTYPES: tuple[DType, ...] = (
+    DType("float32", "f32", "fp32", 4, ("f32", "fp32")),
+    DType("bfloat16", "bf16", "bf16", 2, ("bf16",)),
+    DType("float16", "f16", "fp16", 2, ("f16", "fp16", "half")),
+    DType("float8_e4m3fn", "f8E4M3FN", "fp8", 1, ("f8E4M3FN", "fp8", "e4m3")),
+    DType("int8", "i8", "int8", 1, ("i8",)),
+)
+BY_SPELLING: dict[str, DType] = {s.lower(): d for d in DTYPES for s in d.spellings}
+
+# The types the catalogue runs and lowers in (both sides implement these).
+FLOAT_DTYPES = ("float32", "bfloat16", "float16")
+
+
+def get_dtype(spelling: str, allowed: tuple[str, ...] | None = None) -> DType:
+    """The record for any spelling of a dtype (case-insensitive): "bf16" and "bfloat16" alike.
+
+    Args:
+        spelling: a canonical name, MLIR name, short name or alias.
+        allowed: canonical names to accept (default: every dtype in the table).
+
+    Raises:
+        UnknownName: not a spelling of an allowed dtype; lists the allowed canonical names.
+    """
+    allowed = allowed or tuple(d.name for d in DTYPES)
+    found = BY_SPELLING.get(str(spelling).lower())
+    if found is None or found.name not in allowed:
+        raise UnknownName("dtype", spelling, allowed)
+    return found
 
 
 def numpy_dtype(name: str) -> np.dtype:
-    """Return the numpy storage dtype for a canonical name.
+    """Return the numpy storage dtype for any spelling of a catalogue dtype.
 
     Raises:
-        UnknownName: the name is not a dtype this project knows.
+        UnknownName: the name is not a float dtype this project runs in.
     """
-    try:
-        return NUMPY_DTYPES[name]
-    except KeyError:
-        raise UnknownName("dtype", name, FLOAT_DTYPES) from None
+    return get_dtype(name, FLOAT_DTYPES).numpy
 
 
 def unit_roundoff(name: str) -> float:
@@ -35,4 +102,6 @@ def unit_roundoff(name: str) -> float:
 
     float32 2**-23, float16 2**-10, bfloat16 2**-7.
     """
+    import ml_dtypes
+
     return float(ml_dtypes.finfo(numpy_dtype(name)).eps)

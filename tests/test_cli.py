@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
-from reference import cli
+from landscape import cli
 
 
 def _landscape(*args):
+    # Without the log level that an in-process call to the CLI leaves in this process's environment.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
     return subprocess.run(
-        [sys.executable, "-m", "reference.cli", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "landscape.cli", *args], capture_output=True, text=True, timeout=300, env=env
     )
 
 
 def test_help_imports_neither_torch_nor_jax():
-    code = "import sys; from reference.cli import main; main(['--help']); print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    code = "import sys; from landscape.cli import main; main(['--help']); print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert out.stdout.strip().endswith("[]")
@@ -88,7 +90,7 @@ BAD_INPUTS = {
     "missing target": (["estimate", "matmul"], "--target"),
     "malformed --set": (["estimate", "matmul", "--target", "h100", "--set", "fitted.gemm_efficiency"], "SECTION.KEY=NUMBER"),
     "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_cont=3"], "did you mean 'chip.sm_count'"),
-    "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "positive"),
+    "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "> 0"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
     "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
     "predict fp8 on a tpu": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"], "'f8E4M3FN' is not supported"),
@@ -96,6 +98,10 @@ BAD_INPUTS = {
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
     "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
     "compare on an unknown target": (["compare", "--targets", "h100,tpu-v9"], "unknown target 'tpu-v9'"),
+    "compare with a bad mode": (["compare", "--shape", "mode=train"], "prefill, decode"),
+    "predict fp8 spelled as MLIR": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "f8E4M3FN"], "'f8E4M3FN' is not supported"),
+    "unknown precision": (["predict", "--model", "tiny", "--target", "h100", "--precision", "float32"], "valid: bf16, fp16, fp8, int8"),
+    "unknown model config": (["predict", "--model", "llama-3.1-8", "--target", "h100"], "did you mean 'llama-3.1-8b'"),
     "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
 }
 
@@ -180,7 +186,7 @@ def test_gemm_json_and_bad_array(capsys):
 
 def test_gemm_imports_neither_torch_nor_jax():
     code = (
-        "import sys; from reference.cli import main; main(['gemm', '4096', '4096', '4096']);"
+        "import sys; from landscape.cli import main; main(['gemm', '4096', '4096', '4096']);"
         "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -219,7 +225,7 @@ def test_estimate_of_a_file_imports_neither_torch_nor_jax(tmp_path):
     path = tmp_path / "gemm.mlir"
     path.write_text(GEMM_FILE)
     code = (
-        f"import sys; from reference.cli import main; main(['estimate', '--from-file', {str(path)!r}, '--target', 'tpu-v5e']);"
+        f"import sys; from landscape.cli import main; main(['estimate', '--from-file', {str(path)!r}, '--target', 'tpu-v5e']);"
         "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -283,14 +289,15 @@ def test_map_json_lists_five_families_and_the_measured_kv_cache(capsys):
     assert cli.main(["map", "--json", "--model", "llama-3.2-1b"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [f["family"] for f in data["families"]] == ["gpu", "tpu", "wafer", "lpu", "spyre"]
-    kv = next(r for r in data["rows"] if r["row"] == "KV-cache placement (measured)")
+    kv = next(r for r in data["rows"] if r["row"].startswith("KV-cache placement"))
     assert "hbm" in kv["gpu"] and "sram" in kv["lpu"] and "lpddr5" in kv["spyre"]
 
 
 def test_compare_json_and_out_folder(tmp_path, capsys):
     out = tmp_path / "out"
     assert cli.main(["compare", "mlp", "--targets", "h100,groq-lpu", "--json", "--out", str(out)]) == 0
-    data = json.loads(capsys.readouterr().out)
+    (data,) = json.loads(capsys.readouterr().out)["comparisons"]  # mlp has no phases: one comparison
+    assert data["workload"]["entry"] == "mlp" and data["workload"]["phase"] is None
     assert [(r["target"], r["side"]) for r in data["results"]] == [("h100", "torch"), ("h100", "jax"), ("groq-lpu", "torch"), ("groq-lpu", "jax")]
     assert {"time_s", "bottleneck", "bytes", "kernels", "padding_waste", "fallbacks"} <= set(data["results"][0])
     assert set(data["difference_cost_s"]) == {"h100", "groq-lpu"}
@@ -298,3 +305,84 @@ def test_compare_json_and_out_folder(tmp_path, capsys):
     assert {"report.json", "hlo/torch.fx.txt", "hlo/jax.xla.txt", "plans/h100.jax.txt", "rooflines/h100.torch.svg",
             "traces/groq-lpu.torch.json"} <= files
     assert "traces/h100.jax.json" not in files
+
+
+DTYPE_SPELLINGS = [("bf16", "bfloat16"), ("BF16", "bfloat16"), ("fp16", "float16"), ("f16", "float16"), ("f32", "float32"),
+                   ("float32", "float32")]
+
+
+@pytest.mark.parametrize("spelling, canonical", DTYPE_SPELLINGS)
+def test_dtype_options_accept_every_spelling_in_the_table(spelling, canonical):
+    assert cli.DTYPE.convert(spelling, None, None) == canonical
+
+
+@pytest.mark.parametrize("spelling, short", [("bf16", "bf16"), ("bfloat16", "bf16"), ("float16", "fp16"), ("fp8", "fp8"),
+                                             ("f8E4M3FN", "fp8"), ("i8", "int8"), ("int8", "int8")])
+def test_predict_precision_accepts_every_spelling_in_the_table(spelling, short):
+    precision = next(p for p in cli.predict.params if p.name == "precision")
+    assert precision.type.convert(spelling, None, None) == short
+
+
+def test_every_dtype_option_draws_its_choices_from_reference_dtypes():
+    from reference.dtypes import FLOAT_DTYPES
+
+    for command in (cli.run, cli.hlo, cli.stats, cli.diff, cli.estimate, cli.roofline, cli.compare):
+        (dtype,) = [p for p in command.params if p.name == "dtype"]
+        assert dtype.type.allowed == FLOAT_DTYPES, command.name
+
+
+# Each command given a misspelt name (or target): exit 2 at once, before torch or jax is imported.
+TYPOS = {
+    "run": ["run", "atention"],
+    "hlo": ["hlo", "atention"],
+    "stats": ["stats", "atention"],
+    "diff": ["diff", "atention"],
+    "estimate": ["estimate", "atention", "--target", "h100"],
+    "roofline": ["roofline", "atention", "--target", "h100", "--out", "r.svg"],
+    "compare": ["compare", "atention"],
+    "compare target": ["compare", "--targets", "h10"],
+    "predict": ["predict", "--model", "lama-3.1-8b", "--target", "h100"],
+    "map": ["map", "--model", "lama-3.1-8b"],
+}
+
+
+@pytest.mark.parametrize("case", TYPOS, ids=list(TYPOS))
+def test_a_typo_is_reported_before_torch_or_jax_is_imported(case):
+    code = ("import sys; from landscape.cli import main; code = main(sys.argv[1:]);"
+            "print(code, sorted(m for m in ('torch', 'jax') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, *TYPOS[case]], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "2 []", (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("landscape: error: unknown")
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_compare_writes_nothing_on_stderr_unless_verbose():
+    # XLA's C++ INFO lines (pjrt_client.cc ... PjRt-IFRT device count) used to follow torch-mlir's lowering.
+    quiet = _landscape("compare", "mlp", "--targets", "h100")
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    loud = _landscape("--verbose", "compare", "mlp", "--targets", "h100")
+    assert loud.returncode == 0 and "PjRt-IFRT" in loud.stderr
+
+
+@pytest.mark.jax
+def test_hlo_xla_prints_no_source_metadata_unless_verbose():
+    quiet = _landscape("hlo", "softmax", "--stage", "xla")
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    assert quiet.stdout.startswith("HloModule") and "ENTRY" in quiet.stdout
+    assert not any(word in quiet.stdout for word in ("FileNames", "StackFrames", "FileLocations", "stack_frame_id"))
+    loud = _landscape("--verbose", "hlo", "softmax", "--stage", "xla")
+    assert "StackFrames" in loud.stdout
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_compare_defaults_to_a_llama_layer_in_both_phases_with_every_bound(capsys):
+    assert cli.main(["compare", "--targets", "h100,wse-3", "--json"]) == 0
+    prefill, decode = json.loads(capsys.readouterr().out)["comparisons"]
+    assert prefill["workload"]["shapes"]["seq"] == decode["workload"]["shapes"]["seq"] == 2048
+    assert (prefill["workload"]["phase"], decode["workload"]["phase"]) == ("prefill", "decode")
+    assert prefill["workload"]["shapes"]["d_ff"] == 14336 and prefill["workload"]["dtype"] == "bfloat16"
+    bounds = {b for c in (prefill, decode) for r in c["results"] for b, n in r["bottleneck_counts"].items() if n}
+    assert bounds == {"compute", "memory", "schedule"}

@@ -1,14 +1,16 @@
 """The comparison's HTML report, opened from disk in headless Chromium: it loads with nothing on
-the console, runs its script, and shows all five families."""
+the console, runs its script, and shows all five families in both phases of the default workload."""
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 
 import pytest
 
-from reference import cli
+from landscape import cli
 
 pytestmark = [pytest.mark.browser, pytest.mark.torch, pytest.mark.jax]
 CHROMIUM = shutil.which("chromium")
@@ -30,7 +32,15 @@ def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_p
     assert run.returncode == 0, run.stderr[-2000:]
     assert "CONSOLE" not in run.stderr, [line for line in run.stderr.splitlines() if "CONSOLE" in line]
     dom = run.stdout
-    assert 'data-ready="1"' in dom and "5 targets costed" in dom
+    phases = [c["workload"]["phase"] for c in json.loads((out / "report.json").read_text())["comparisons"]]
+    assert phases == ["prefill", "decode"]  # the default: one Llama-3.1-8B layer, both phases
+    assert 'data-ready="1"' in dom and dom.count("5 targets costed") == len(phases)
     for target in ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre"):
-        assert f"data-target=\"{target}\"" in dom
-    assert dom.count("<svg") == 10  # a roofline per target and side
+        assert dom.count(f"data-target=\"{target}\"") == 2 * len(phases)
+    for family in ("NVIDIA GPU", "Google TPU", "Cerebras wafer-scale engine", "Groq LPU", "IBM Spyre"):
+        assert family in dom
+    assert dom.count("<svg") == 10 * len(phases)  # a roofline per phase, target and side
+    links = re.findall(r'<a href="([^"]+)"', dom)
+    assert "report.json" in links and "prefill/plans/h100.torch.txt" in links and "decode/hlo/jax.xla.txt" in links
+    for href in links:  # every link is relative and resolves beside the page
+        assert not href.startswith(("http", "/", "file:")) and (out / href).is_file(), href

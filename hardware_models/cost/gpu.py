@@ -31,7 +31,6 @@ from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
-from reference.ir.counters import contraction_flops
 
 TENSOR_PEAK_KEYS = {
     "bf16": "peak.bf16_flop_per_s", "f16": "peak.fp16_flop_per_s", "f8E4M3FN": "peak.fp8_flop_per_s",
@@ -52,14 +51,15 @@ def contraction_peak(target: Target, dtype: str) -> float:
 
 
 def hbm_rate(target: Target) -> float:
-    return target["memory.hbm_bytes_per_s"] * target["fitted.hbm_efficiency"]
+    return target.main_memory_bytes_per_s * target["fitted.hbm_efficiency"]
 
 
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
-    flops, transcendentals, _ = group_work(plan, module, group)
-    memory_s = {"hbm": placement.at("hbm") / hbm_rate(target)}
+    work = group_work(plan, module, group)
+    flops, transcendentals = work.flops, work.transcendentals
+    memory_s = {target.main_memory_level: placement.at(target.main_memory_level) / hbm_rate(target)}
     sfu_s = transcendentals / (target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"])
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
@@ -67,8 +67,8 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         tm, tn, _ = tiling.tile
         tile_s = 2 * tm * tn * tiling.padded[2] / (peak / target["chip.sm_count"])
         compute_s = tiling.shape.flops / peak
-        epilogue_s = (flops - contraction_flops(plan.ops[group.members[0]].op)) / vector_rate(target) + sfu_s
+        epilogue_s = work.epilogue_flops / vector_rate(target) + sfu_s
         busy_s = tiling.steps * tile_s + epilogue_s
-        return roofline_cost(flops, tiling.padded_flops, compute_s + epilogue_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, compute_s + epilogue_s, dict(placement.bytes), memory_s, busy_s, launch_s)
     compute_s = flops / vector_rate(target) + sfu_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

@@ -44,11 +44,12 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         return Cost(0, 0, 0.0, 0.0, seconds, (("c2c", moved),), (("c2c", seconds),))
     clock = target["chip.clock_hz"]
     slot = plan.schedule[group.id]
-    flops, _, moved = group_work(plan, module, group)
+    work = group_work(plan, module, group)
+    flops, moved = work.flops, work.bytes
     time_s = slot.increment / clock
     compute_s = min(slot.busy, slot.increment) / clock
     memory_s = min(slot.feed, slot.increment) / clock
-    level = "host" if group.kind == "fallback" else "sram"
+    level = "host" if group.kind == "fallback" else target.main_memory_level
     if group.kind == "fallback":  # the host round trip is on the critical path
         memory_s = moved / target["interconnect.host_bytes_per_s"]
         compute_s = flops / target["host.flop_per_s"]

@@ -18,6 +18,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+BOUNDS = ("compute", "memory", "schedule")
+
+
+def dominant(compute_s: float, memory_s: float, schedule_s: float) -> str:
+    """The bottleneck: which of compute, memory (the slowest level) and schedule time is largest
+    (ties go to the first of compute, memory, schedule). The one place it is decided."""
+    parts = dict(zip(BOUNDS, (compute_s, memory_s, schedule_s)))
+    return max(parts, key=parts.get)
+
+
 def _merge(a: tuple, b: tuple, scale: float = 1) -> tuple:
     out = dict(a)
     for key, value in b:
@@ -54,8 +64,7 @@ class Cost:
 
     @property
     def bottleneck(self) -> str:
-        parts = {"compute": self.compute_s, "memory": self.memory_bound_s, "schedule": self.schedule_s}
-        return max(parts, key=parts.get)
+        return dominant(self.compute_s, self.memory_bound_s, self.schedule_s)
 
     def bytes_at(self, level: str) -> int:
         return dict(self.bytes).get(level, 0)
@@ -139,8 +148,19 @@ class Estimate:
         return total
 
     @property
+    def memory_bound_s(self) -> float:
+        """Each kernel's slowest memory level, summed (kernels run one after another)."""
+        return sum(g.cost.memory_bound_s * g.repeats for g in self.groups)
+
+    @property
+    def bottleneck(self) -> str:
+        """The program's: the largest of its total compute, memory and schedule time."""
+        total = self.total
+        return dominant(total.compute_s, self.memory_bound_s, total.schedule_s)
+
+    @property
     def bottleneck_counts(self) -> dict[str, int]:
-        counts = {"compute": 0, "memory": 0, "schedule": 0}
+        counts = dict.fromkeys(BOUNDS, 0)
         for g in self.groups:
             counts[g.cost.bottleneck] += g.repeats
         return counts
@@ -152,7 +172,8 @@ class Estimate:
             "name": self.name,
             "total_time_s": total.time_s,
             "compute_s": total.compute_s,
-            "memory_s": sum(g.cost.memory_bound_s * g.repeats for g in self.groups),
+            "memory_s": self.memory_bound_s,
+            "bottleneck": self.bottleneck,
             "memory_s_by_level": dict(total.memory_s),
             "schedule_s": total.schedule_s,
             "flops": total.flops,

@@ -42,11 +42,12 @@ def lpddr5_seconds(read: int, write: int, target: Target) -> float:
 def kernel_times(module: Module, plan: Plan, group: Group, target: Target) -> tuple[float, float, float, int]:
     """(compute_s, busy_s, LPDDR5 seconds, padded FLOPs) of one kernel, on its own."""
     split = dict(plan.placements[group.id].split)
-    ops = [plan.ops[i].op.short_name for i in group.members]
-    restick = split["restickify"] + (split["read"] + split["write"] if "transpose" in ops else 0)
-    moved = (0, 0) if "transpose" in ops else (split["read"], split["write"])
+    is_restickify = any(r.group == group.id and r.kind == "kernel" for r in plan.restickify)  # insert_restickify
+    restick = split["restickify"] + (split["read"] + split["write"] if is_restickify else 0)
+    moved = (0, 0) if is_restickify else (split["read"], split["write"])
     memory_s = lpddr5_seconds(*moved, target) + restick / target["fitted.restickify_bytes_per_s"]
-    flops, transcendentals, _ = group_work(plan, module, group)
+    work = group_work(plan, module, group)
+    flops, transcendentals = work.flops, work.transcendentals
     division = plan.divisions[group.id]
     cores = target["chip.cores"]
     if group.kind == "contraction":
@@ -67,7 +68,7 @@ def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
         _, prev_busy, prev_memory, _ = kernel_times(module, plan, previous, target)
         prefetch_s = dict(plan.placements[group.id].split).get("prefetchable", 0) / target["fitted.lpddr5_one_way_bytes_per_s"]
         hidden_s = min(prefetch_s, max(0.0, prev_busy - prev_memory), memory_s)  # fire_kernels: loaded meanwhile
-    flops = group_work(plan, module, group)[0]
+    flops = group_work(plan, module, group).flops
     placement = plan.placements[group.id]
-    return roofline_cost(flops, padded, compute_s, dict(placement.bytes), {"lpddr5": memory_s - hidden_s}, busy_s,
+    return roofline_cost(flops, padded, compute_s, dict(placement.bytes), {target.main_memory_level: memory_s - hidden_s}, busy_s,
                          target["schedule.launch_overhead_s"])

@@ -20,7 +20,6 @@ Worked number: M = N = K = 8 on a 4 x 4 array, os: 4 folds x (8 + 4 + 4 - 2) - 1
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass
 
 from reference.errors import InvalidShape, UnknownName
@@ -85,7 +84,7 @@ def systolic_gemm(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = 
         per_fold = 2 * rows + cols + t - 2
     else:
         raise UnknownName("dataflow", dataflow, DATAFLOWS)
-    row_folds, col_folds = math.ceil(sr / rows), math.ceil(sc / cols)
+    row_folds, col_folds = -(-sr // rows), -(-sc // cols)  # integer ceil-division: exact at any size
     return GemmCycles(m, n, k, rows, cols, dataflow, sr, sc, t, row_folds, col_folds, per_fold, row_folds * col_folds * per_fold - 1)
 
 

@@ -29,7 +29,6 @@ from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
-from reference.ir.counters import contraction_flops
 
 
 def vpu_rate(target: Target) -> float:
@@ -47,11 +46,12 @@ def mxu_peak(target: Target, dtype: str) -> float:
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
-    flops, transcendentals, _ = group_work(plan, module, group)
-    hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
+    work = group_work(plan, module, group)
+    flops, transcendentals = work.flops, work.transcendentals
+    hbm_eff = target.get("fitted.hbm_efficiency", 1.0)  # of the main memory; 1 unless fitted
     memory_s = {
-        "hbm": placement.at("hbm") / (target["memory.hbm_bytes_per_s"] * hbm_eff),
-        "vmem": placement.at("vmem") / target["memory.vmem_bytes_per_s"],
+        level.name: placement.at(level.name) / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
+        for level in target.levels
     }
     vector_s = transcendentals / transcendental_rate(target)
     if group.kind == "contraction":
@@ -59,7 +59,7 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         eff = target.get("fitted.gemm_efficiency", 1.0)
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
         busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
-        vector_s += (flops - contraction_flops(plan.ops[group.members[0]].op)) / vpu_rate(target)
-        return roofline_cost(flops, tiling.padded_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
+        vector_s += work.epilogue_flops / vpu_rate(target)
+        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
     compute_s = flops / vpu_rate(target) + vector_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

@@ -31,12 +31,12 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
         return Cost(0, 0, 0.0, seconds, seconds, (("system_io", plan.partition.hidden_bytes),), (("system_io", 0.0),))
     placement = plan.placements[group.id]
     latency_s = target["schedule.region_latency_s"]
-    flops, _, _ = group_work(plan, module, group)
+    flops = group_work(plan, module, group).flops
     pes = target["chip.pes"]
-    share = plan.divisions[group.id].cores / pes
+    share = plan.regions[group.id].pes / pes
     compute_s = flops / (share * pes * target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"] / pes)
     memory_s = {
-        "sram": placement.at("sram") / (target["memory.sram_bytes_per_s"] * share),
+        target.main_memory_level: placement.at(target.main_memory_level) / (target.main_memory_bytes_per_s * share),
         "fabric": placement.at("fabric") / (target["interconnect.fabric_bytes_per_s"] * share),
     }
     if placement.at("memoryx"):

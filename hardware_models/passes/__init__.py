@@ -2,5 +2,5 @@
 
 A pass is a pure function `verb(module, plan, target) -> Plan` that returns the plan unchanged
 (the same object) when it has nothing to decide. Each target family's order is declared once,
-in hardware_models/pipelines.py.
+in its module under hardware_models/families/; hardware_models/pipelines.py runs it.
 """

@@ -9,13 +9,13 @@ runs on the host, is reported, and is costed, never dropped.
 
 from __future__ import annotations
 
-from hardware_models.plan import Group, Plan, ValueGraph, is_fallback_op, is_kernel_op
+from hardware_models.plan import Group, Plan, is_fallback_op, is_kernel_op
 from hardware_models.target import Target
 from reference.ir import Module, category
 
 
 def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     groups = []
     fallbacks = []
     constant: set[str] = set()

@@ -9,13 +9,13 @@ units on 32 cores takes two rounds at 52% balance.
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, ValueGraph, WorkDivision, group_outputs
+from hardware_models.plan import Plan, WorkDivision, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 
 
 def divide_work(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     cores = int(target["chip.cores"])
     divisions = {}
     for group in plan.groups:

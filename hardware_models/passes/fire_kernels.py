@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hardware_models.plan import Plan, ValueGraph, group_inputs, group_outputs
+from hardware_models.plan import Edge, Plan, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 
 
 def fire_kernels(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     producer_group = {v: g.id for g in plan.groups for v in group_outputs(plan, graph, g)}
     edges = []
     placements = dict(plan.placements)
@@ -32,7 +32,8 @@ def fire_kernels(module: Module, plan: Plan, target: Target) -> Plan:
         for value in group_inputs(plan, graph, g):
             source = producer_group.get(value, -1)
             in_lx = value in placement.resident_inputs
-            edges.append((source, g.id, value, plan.layouts[value].sticks if value in plan.layouts else 0, "lx" if in_lx else "lpddr5"))
+            where = target.level("on-chip").name if in_lx else target.main_memory_level
+            edges.append(Edge(source, g.id, value, plan.layouts[value].sticks if value in plan.layouts else 0, where))
             if not in_lx and source != g.id - 1 and value in plan.layouts:
                 prefetchable += plan.layouts[value].padded_bytes
         placements[g.id] = replace(placement, split=placement.split + (("prefetchable", prefetchable),))

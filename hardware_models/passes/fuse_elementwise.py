@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.plan import Group, Plan, ValueGraph
+from hardware_models.plan import Group, Plan
 from hardware_models.target import Target
 from reference.ir import Module, category
 
@@ -40,7 +40,7 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
     """Merge the one-op groups of assign_groups; a plan already fused comes back unchanged."""
     if any(len(g.members) > 1 for g in plan.groups):
         return plan
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     owner: dict[int, int] = {}  # op index -> merged group position
     merged: list[dict] = []     # {"kind", "members", "instance", "repeats", "reductions", "deps"}
 

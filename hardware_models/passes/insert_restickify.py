@@ -5,11 +5,15 @@ An operand computed by an earlier kernel keeps its producer's stick dimension (i
 K read as K^T in attention arrives sticked on k, not n: a restickify (a hardware transpose of
 sticks, costed at the fitted restickify bandwidth) runs first. Weights and inputs are laid out
 for their consumer when they are copied to the device, so they never need one.
+
+A kernel that is itself a transpose (one not folded into a matmul as a layout view) moves its
+sticks through the hardware's restickify path: it is recorded as a restickify of kind "kernel",
+and the cost model charges its bytes at the restickify rate instead of the LPDDR5 rates.
 """
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, ValueGraph
+from hardware_models.plan import Plan, Restickify, ValueGraph
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -41,9 +45,12 @@ def required_stick_dims(op) -> tuple[int, int]:
 
 
 def insert_restickify(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     found = []
     for group in plan.groups:
+        transposes = [plan.ops[i] for i in group.members if plan.ops[i].op.short_name == "transpose"]
+        if group.kind == "fusion" and transposes:
+            found.append(Restickify(group.id, transposes[0].results[0], "kernel"))
         if group.kind != "contraction" or plan.ops[group.members[0]].op.short_name not in ("dot_general", "dot"):
             continue
         first = plan.ops[group.members[0]]
@@ -52,5 +59,5 @@ def insert_restickify(module: Module, plan: Plan, target: Target) -> Plan:
             if root not in graph.producer:
                 continue  # an argument: laid out for this consumer when copied to the device
             if physical_stick_dim(graph, plan, operand) != wanted:
-                found.append((group.id, root))
+                found.append(Restickify(group.id, root))
     return plan.with_(restickify=tuple(found)) if found else plan

@@ -16,9 +16,9 @@ Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB pe
 
 from __future__ import annotations
 
-import math
 
-from hardware_models.plan import Group, Partition, Plan, program_footprint
+from hardware_models.plan import Group, Partition, Plan, ceil_div
+from hardware_models.workload import program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
@@ -27,9 +27,10 @@ from reference.ir import Module
 def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     footprint = program_footprint(module)
     needed = footprint.needed_bytes
-    usable = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
-    tensor_parallel = max(1, math.ceil(footprint.layer_bytes / usable))
-    chips = max(math.ceil(needed / usable), tensor_parallel)
+    usable = target.usable_main_memory_bytes
+    whole = max(1, int(usable))  # bytes a chip holds, whole: the chip counts are exact integer ceilings
+    tensor_parallel = max(1, ceil_div(footprint.layer_bytes, whole))
+    chips = max(ceil_div(needed, whole), tensor_parallel)
     if plan.requested_chips is not None:
         if plan.requested_chips < chips:
             raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")

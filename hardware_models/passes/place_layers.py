@@ -27,20 +27,20 @@ from __future__ import annotations
 import math
 
 from hardware_models.plan import (
-    Group, Partition, Placement, Plan, ValueGraph, WorkDivision, group_inputs, group_outputs, group_work, program_arguments,
-    program_footprint,
+    Group, Partition, Placement, Plan, Region, ceil_div, group_inputs, group_outputs, group_work,
 )
+from hardware_models.workload import program_arguments, program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
 
 
 def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     footprint = program_footprint(module)
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
-    capacity = target["memory.sram_bytes"] * target["memory.sram_usable_fraction"]
-    wafers = max(1, math.ceil(needed / capacity))
+    capacity = target.usable_main_memory_bytes
+    wafers = max(1, ceil_div(needed, max(1, int(capacity))))  # exact integer ceiling
     io = target["interconnect.system_io_bytes_per_s"]
     split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
     stream_s = needed / io
@@ -61,10 +61,11 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     used = 1 if streaming else wafers
     pes = target["chip.pes"] * used
     sram_per_pe = capacity / target["chip.pes"]
+    sram = target.level("main")
     work = {g.id: group_work(plan, module, g) for g in plan.groups}
     rate = target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"]
     sent = {g.id: sum(graph.nbytes(v) for v in group_outputs(plan, graph, g)) for g in plan.groups}
-    demand = {g.id: max(work[g.id][0] / rate, work[g.id][2] / target["memory.sram_bytes_per_s"],
+    demand = {g.id: max(work[g.id].flops / rate, work[g.id].bytes / target.level_value(sram, "bytes_per_s"),
                         sent[g.id] / target["interconnect.fabric_bytes_per_s"]) for g in plan.groups}
     total_demand = sum(demand[g.id] * g.repeats for g in plan.groups) or 1
     io_of = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
@@ -72,13 +73,13 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v in arguments) for g in plan.groups}
     holding = {g.id: 0 if streaming else math.ceil(weights_of[g.id] / sram_per_pe) for g in plan.groups}
     left = max(0, pes - sum(holding[g.id] * g.repeats for g in plan.groups))
-    divisions, placements = {}, {}
+    regions, placements = {}, {}
     for g in plan.groups:
         inputs, outputs = io_of[g.id]
         weights = weights_of[g.id]
         region = max(1, holding[g.id] + math.floor(left * demand[g.id] / total_demand))
-        divisions[g.id] = WorkDivision(region, region)
-        levels = [("sram", work[g.id][2]), ("fabric", sent[g.id])]
+        regions[g.id] = Region(region)
+        levels = [(sram.name, work[g.id].bytes), ("fabric", sent[g.id])]
         if streaming:
             levels.append(("memoryx", weights))
         if g.kind == "fallback":
@@ -92,4 +93,4 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
              + (f"; a pass costs {split_s * 1e3:.3f} ms of hops split, {stream_s * 1e3:.3f} ms streamed" if wafers > 1 else ""),
              f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
     partition = Partition(used, 1, needed, capacity, hidden, layers, mode)
-    return plan.with_(groups=groups, divisions=divisions, placements=placements, partition=partition, notes=plan.notes + notes)
+    return plan.with_(groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes)

@@ -4,8 +4,9 @@ the LPDDR5 traffic that remains, in sticks (Spyre).
 Walking the kernels in order, every tensor a kernel reads or writes passes through LX (the
 `lx` level: its stick-padded bytes); the back end streams a kernel's operands through it in
 double-buffered chunks, so a kernel larger than LX still runs. A kernel's output that a later
-kernel reads stays in LX if, per core, it fits beside what is already kept there within half of
-the usable scratchpad (the other half is the streaming buffers); it leaves LX after its last
+kernel reads stays in LX if, per core, it fits beside what is already kept there within the
+usable scratchpad less its buffer_fraction (the streaming buffers; levels.lx.buffer_fraction in
+the target file, an assumption of 0.5); it leaves LX after its last
 reader. An output that a later kernel reads but that does not fit is spilled: written to LPDDR5
 and read back. Everything else moves between LPDDR5 and LX:
 
@@ -17,14 +18,15 @@ Split accounts for the cost model: read, write, spilled and restickified bytes.
 
 from __future__ import annotations
 
-from hardware_models.plan import Placement, Plan, ValueGraph, ceil_div, group_inputs, group_outputs, shard_factor
+from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
 
 def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
-    usable = target["memory.lx_usable_bytes_per_core"]
+    graph = plan.value_graph()
+    lx = target.level("on-chip")
+    keep_limit = target.level_value(lx, "usable_bytes") * (1 - target.level_value(lx, "buffer_fraction"))  # per core
     io = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
     last_reader = {}
     for g in plan.groups:
@@ -32,8 +34,9 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
             last_reader[value] = g.id
     returned = {v for g in plan.groups for v in io[g.id][1] if -1 in graph.users(v)}
     restick = {}
-    for group_id, value in plan.restickify:
-        restick[group_id] = restick.get(group_id, 0) + plan.layouts[value].padded_bytes
+    for r in plan.restickify:
+        if r.kind == "operand":
+            restick[r.group] = restick.get(r.group, 0) + plan.layouts[r.value].padded_bytes
     kept: dict[str, float] = {}  # value -> bytes per core held in LX
     placements = {}
     for g in plan.groups:
@@ -55,7 +58,7 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
         write = spilled = 0
         for value in outputs:
             share = padded[value] / cores
-            if value not in returned and value in last_reader and sum(kept.values()) + share <= usable / 2:
+            if value not in returned and value in last_reader and sum(kept.values()) + share <= keep_limit:
                 kept[value] = share
             else:
                 write += padded[value]
@@ -63,8 +66,8 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
         restickified = 2 * restick.get(g.id, 0)
         lpddr5 = read + write + restickified
         if g.kind == "fallback":  # to the host over PCIe and back, through LPDDR5
-            placements[g.id] = Placement((("host", sum(padded.values())), ("lpddr5", lpddr5)), resident, ())
+            placements[g.id] = Placement((("host", sum(padded.values())), (target.main_memory_level, lpddr5)), resident, ())
             continue
         split = (("read", read), ("write", write), ("spilled", spilled), ("restickify", restickified))
-        placements[g.id] = Placement((("lpddr5", lpddr5), ("lx", sum(padded.values()))), resident, split)
+        placements[g.id] = Placement(((target.main_memory_level, lpddr5), (lx.name, sum(padded.values()))), resident, split)
     return plan.with_(placements=placements)

@@ -1,7 +1,9 @@
 """resolve_dtypes: check every floating element type against what the target runs.
 
-An emulated type (f16 on a TPU runs as f32) is noted in the plan, and the cost models cost it
-as the type it runs as; a tensor of a type the target neither runs nor emulates (f64 on a TPU)
+The type each element type runs as is decided here, once, and recorded in the plan
+(`Plan.dtypes`, read through `plan.runs_as`): an emulated type (f16 on a TPU runs as f32) is
+tiled, stored, counted in bytes and costed as the type it runs as by every later pass and cost
+model, and noted; a tensor of a type the target neither runs nor emulates (f64 on a TPU)
 is an error. Scalars are exempt: torch-mlir computes Python floats as f64[] scalars, which a
 compiler folds or runs on the host; they are noted.
 """
@@ -22,6 +24,7 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
     """
     types = {t for p in plan.ops for t in (*p.op.operand_types, *p.op.result_types)}
     notes = []
+    runs = []
     for dtype in sorted({t.dtype for t in types if t.elements > 1}):
         try:
             runs_as = target.runs_as(dtype)
@@ -30,10 +33,11 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
             where = first.op.origin.scope or first.op.origin.source or first.instance
             raise UnsupportedDtype(f"target {target.name} ({first.op.name} at {where})", dtype, err.valid) from None
         if runs_as != dtype:
-            notes.append(f"{dtype} is emulated on {target.name}: it runs and is costed as {runs_as}")
+            runs.append((dtype, runs_as))
+            notes.append(f"{dtype} is emulated on {target.name}: it runs, is stored and is costed as {runs_as}")
     for dtype in sorted({t.dtype for t in types if t.elements <= 1} - {t.dtype for t in types if t.elements > 1}):
         try:
             target.runs_as(dtype)
         except UnsupportedDtype:
             notes.append(f"{dtype} scalars (not tensors) appear; {target.name} has no {dtype}: they are folded or run on the host")
-    return plan.with_(notes=plan.notes + tuple(notes)) if notes else plan
+    return plan.with_(notes=plan.notes + tuple(notes), dtypes=tuple(runs)) if notes else plan

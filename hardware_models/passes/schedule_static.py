@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import Plan, Slot, ValueGraph, gemm_shape, group_work
+from hardware_models.plan import Plan, Slot, gemm_shape, group_work, round_up
 from hardware_models.target import Target
 from reference.ir import Module, category
 
@@ -42,8 +42,9 @@ def mxm_macs_per_cycle(target: Target, dtype: str) -> float:
 def op_cycles(plan: Plan, module: Module, group, target: Target) -> tuple[str, int, int, int]:
     """(unit, busy cycles, feed cycles, padded FLOPs) of one op."""
     op = plan.ops[group.members[0]].op
-    flops, transcendentals, moved = group_work(plan, module, group)
-    feed = math.ceil(moved / (target["memory.sram_bytes_per_s"] / target["chip.clock_hz"]))
+    work = group_work(plan, module, group)
+    flops, transcendentals, moved = work.flops, work.transcendentals, work.bytes
+    feed = math.ceil(moved / (target.main_memory_bytes_per_s / target["chip.clock_hz"]))
     if group.kind == "fallback":
         return "HOST", 0, feed, flops
     kind = category(op)
@@ -51,9 +52,9 @@ def op_cycles(plan: Plan, module: Module, group, target: Target) -> tuple[str, i
     if unit == "MEM":
         return unit, feed, feed, flops
     if unit == "MXM":
-        shape = gemm_shape(op, target.runs_as(op.operand_types[0].dtype))
+        shape = gemm_shape(op, plan.runs_as(op.operand_types[0].dtype))
         tile = int(target["chip.mxm_rows"])
-        padded_macs = shape.batch * shape.m * math.ceil(shape.n / tile) * tile * math.ceil(shape.k / tile) * tile
+        padded_macs = shape.batch * shape.m * round_up(shape.n, tile) * round_up(shape.k, tile)
         tp = plan.partition.tensor_parallel if plan.partition else 1
         busy = math.ceil(padded_macs / tp / mxm_macs_per_cycle(target, shape.dtype))
         return unit, busy, feed, 2 * padded_macs
@@ -71,7 +72,7 @@ def latency(target: Target, unit: str) -> int:
 
 
 def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     owner = {i: g.id for g in plan.groups for i in g.members}
     slots: dict[int, Slot] = {}
     unit_free: dict[tuple[str, str], int] = {}

@@ -15,9 +15,9 @@ its attention and its MLP with an all-reduce of the hidden state, added as trans
 
 from __future__ import annotations
 
-import math
 
-from hardware_models.plan import Group, Partition, Plan, program_footprint
+from hardware_models.plan import Group, Partition, Plan, ceil_div
+from hardware_models.workload import program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
@@ -26,9 +26,9 @@ from reference.ir import Module
 def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     footprint = program_footprint(module)
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
-    usable = target.main_memory_bytes * target["memory.usable_fraction"]
-    least = max(1, math.ceil(needed / usable))
-    chips = plan.requested_chips or 2 ** math.ceil(math.log2(least))
+    usable = target.usable_main_memory_bytes
+    least = max(1, ceil_div(needed, max(1, int(usable))))  # exact integer ceiling
+    chips = plan.requested_chips or 1 << (least - 1).bit_length()  # the next power of two
     if chips < least:
         raise InvalidShape(target.name, "chips", chips, f"the arguments need {needed / 1e9:.1f} GB: at least {least} chips of {usable / 1e9:.1f} GB usable")
     partition = Partition(chips, chips, needed, usable, hidden, layers, "tensor parallel" if chips > 1 else "")

@@ -9,28 +9,29 @@ by every later pass and by the cost model. The plan notes how much of those byte
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, StickLayout, ValueGraph, group_inputs, group_outputs
+from hardware_models.plan import Plan, StickLayout, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.ir.graph import ELEMENT_BYTES
 
 
 def stick_layout(shape: tuple[int, ...], dtype: str, target: Target, stick_dim: int | None = None) -> StickLayout:
-    """The default (last-dimension) stick layout of a tensor, or one sticked on `stick_dim`."""
+    """The default (last-dimension) stick layout of a tensor whose elements run as `dtype` (the
+    plan's `runs_as`), or one sticked on `stick_dim`."""
     stick_bytes = int(target["chip.stick_bytes"])
-    element_bytes = ELEMENT_BYTES.get(target.runs_as(dtype), 4) or 1
+    element_bytes = ELEMENT_BYTES.get(dtype, 4) or 1
     dim = (len(shape) - 1 if stick_dim is None else stick_dim) if shape else 0
     return StickLayout(tuple(shape), dim, stick_bytes // element_bytes, stick_bytes)
 
 
 def stickify(module: Module, plan: Plan, target: Target) -> Plan:
-    graph = ValueGraph(plan.ops)
+    graph = plan.value_graph()
     layouts = {}
     for group in plan.groups:
         for value in group_inputs(plan, graph, group) + group_outputs(plan, graph, group):
             if value not in layouts:
                 typ = graph.types[value]
-                layouts[value] = stick_layout(typ.shape, typ.dtype, target)
+                layouts[value] = stick_layout(typ.shape, plan.runs_as(typ.dtype), target)
     padded = sum(layout.padded_bytes for layout in layouts.values())
     data = sum(layout.data_bytes for layout in layouts.values())
     note = f"stick padding: {padded - data:,} of the {padded:,} bytes between kernels ({(padded - data) / max(padded, 1):.1%}) are padding"

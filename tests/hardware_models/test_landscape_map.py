@@ -19,7 +19,7 @@ def test_the_map_has_every_row_for_all_five_families():
     assert set(result.families) == {"gpu", "tpu", "wafer", "lpu", "spyre"}
     assert set(ROWS) <= {row for row, _ in result.rows}
     assert all(cells[f] for _, cells in result.rows for f in FAMILIES)
-    assert dict(result.rows)["KV-cache placement (measured)"]["gpu"] == "measured"
+    assert dict(result.rows)["KV-cache placement (predicted)"]["gpu"] == "measured"
 
 
 def test_number_rows_are_read_from_the_target_files():

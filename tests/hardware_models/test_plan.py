@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.plan import ceil_div, expand_workload, gemm_shape, round_up
+from hardware_models.plan import ceil_div, gemm_shape, round_up
+from hardware_models.workload import expand_workload
 from reference.ir import Function, Module, Op, TensorType
 from reference.ir.counters import contraction_flops
 from tests.hardware_models.programs import program, t
@@ -50,7 +51,8 @@ def test_convolution_is_an_implicit_gemm_with_the_same_flops():
 
 
 def test_a_blocks_arguments_bound_to_the_programs_are_arguments_and_its_activations_are_not():
-    from hardware_models.plan import Plan, program_arguments
+    from hardware_models.plan import Plan
+    from hardware_models.workload import program_arguments
 
     v = TensorType((4,), "f32")
     body = Function("block", (("%x", v), ("%w", v)), (v,), (Op("stablehlo.add", ("%0",), (v,), ("%x", "%w"), (v, v)), Op("func.return", (), (), ("%0",), (v,))))

@@ -93,3 +93,10 @@ def test_double_buffered_worked_number():
 
     assert double_buffered_cycles(1024, 128, 128, 1) == 131_327
     assert 1024 * systolic_gemm(1, 128, 128, 128, 128, "ws").cycles_per_fold == 392_192
+
+
+def test_folds_are_exact_integer_ceilings_at_any_size():
+    """2^60 + 1 rows over 128: a float ceiling gives 2^53 (9007199254740992), one fold short."""
+    m = 2**60 + 1
+    assert systolic_gemm(m, 1, 1, 128, 128, "os").row_folds == 9_007_199_254_740_993
+    assert systolic_gemm(1, 1, m, 128, 128, "ws").row_folds == 9_007_199_254_740_993

@@ -54,12 +54,17 @@ transcendentals_per_cycle_per_tensorcore = { value = 1024, source = "U" }
 [peak]
 bf16_flop_per_s = { value = 197e12, source = "P GCP" }
 int8_op_per_s = { value = 394e12, source = "P GCP" }
-[memory]
-hbm_bytes = { value = 16e9, source = "P GCP" }
-hbm_bytes_per_s = { value = 8.19e11, source = "P GCP" }
-vmem_bytes_per_tensorcore = { value = 134217728, source = "P tpu_info" }
-vmem_bytes_per_s = { value = 1.8e13, source = "D SB", derivation = "memory.hbm_bytes_per_s * 22" }
+[levels.hbm]
+role = "main"
+bytes = { value = 16e9, source = "P GCP" }
+bytes_per_s = { value = 8.19e11, source = "P GCP" }
 usable_fraction = { value = 0.9, source = "U" }
+[levels.vmem]
+role = "on-chip"
+per = "chip.tensorcores"
+bytes = { value = 134217728, source = "P tpu_info" }
+bytes_per_s = { value = 1.8e13, source = "D SB", derivation = "levels.hbm.bytes_per_s * 22" }
+buffer_fraction = { value = 0.5, source = "U" }
 [interconnect]
 ici_bytes_per_s_per_link = { value = 45e9, source = "P SB" }
 host_bytes_per_s = { value = 31.5e9, source = "U" }
@@ -77,7 +82,13 @@ emulated = { f16 = "f32" }
 BROKEN = {
     "unknown key": (GOOD.replace("[peak]", "[peak]\nbf17_flop_per_s = { value = 1, source = \"P x\" }"), "peak.bf17_flop_per_s"),
     "missing key": (GOOD.replace('int8_op_per_s = { value = 394e12, source = "P GCP" }\n', ""), "peak.int8_op_per_s"),
-    "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "positive"),
+    "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "> 0"),
+    "a fraction above one": (GOOD.replace("usable_fraction = { value = 0.9", "usable_fraction = { value = 1.5"), r"levels.hbm.usable_fraction.*\(0, 1\]"),
+    "a fractional count": (GOOD.replace("vpu_sublanes = { value = 8,", "vpu_sublanes = { value = 8.5,"), "chip.vpu_sublanes.*whole number"),
+    "a subnormal rate": (GOOD.replace("value = 45e9", "value = 1e-305"), r"\[1e-12, 1e\+21\]"),
+    "a missing level": (GOOD.replace("[levels.vmem]", "[levels.cache]"), "levels.vmem.*missing"),
+    "two main levels": (GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "main"'), "exactly one level"),
+    "a level with an unknown role": (GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "cache"'), "levels.vmem.role"),
     "untagged source": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "scaling book" }'), "tag"),
     "derived without arithmetic": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "D" }'), "derivation"),
     "unknown family": (GOOD.replace('family = "tpu"', 'family = "fpga"'), "family"),
@@ -126,10 +137,32 @@ def test_spyre_peak_is_1536_mac_per_ns_on_32_cores():
 
 def test_spyre_usable_scratchpad_is_about_1_55_mb():
     """specs.md (TS scratchpad_planning.md): 2 MB, less 64 KB, less a 20% reserve."""
-    assert get_target("spyre")["memory.lx_usable_bytes_per_core"] / 2**20 == pytest.approx(1.55, abs=0.01)
+    assert get_target("spyre")["levels.lx.usable_bytes"] / 2**20 == pytest.approx(1.55, abs=0.01)
 
 
 def test_groq_peak_int8_is_the_mxm_planes_at_the_clock():
     """specs.md: 409,600 MACs x 2 x 0.9 GHz = 737 TOP/s, against ALCF's 750."""
     t = get_target("groq-lpu")
     assert 2 * t["chip.mxm_macs_per_cycle"] * t["chip.clock_hz"] == pytest.approx(t["peak.int8_op_per_s"], rel=0.02)
+
+
+@pytest.mark.parametrize("key, value, needle", [
+    ("fitted.gemm_efficiency", 5.0, r"\(0, 1\]"),           # 5x the tensor-core peak
+    ("chip.sm_count", 132.5, "whole number"),               # half an SM
+    ("levels.hbm.bytes_per_s", float("inf"), "finite"),     # was accepted: total_time_s Infinity
+    ("levels.hbm.bytes_per_s", float("nan"), "finite"),
+    ("levels.hbm.bytes_per_s", 1e-305, r"\[1e-12, 1e\+21\]"),  # was a NaN in the arithmetic
+    ("schedule.launch_overhead_s", -1.0, "> 0"),
+])
+def test_set_refuses_a_value_outside_the_quantitys_domain(key, value, needle):
+    with pytest.raises(BadTargetFile, match=needle):
+        get_target("h100").with_overrides({key: value})
+
+
+def test_every_quantity_of_every_target_file_lies_in_its_domain():
+    from hardware_models.target import domain, domain_problem
+
+    for target in load_targets().values():
+        for key, q in target.quantities.items():
+            assert domain_problem(key, q.value) is None, (target.name, key)
+        assert {domain(k) for k in target.quantities} <= {"fraction", "count", "positive"}

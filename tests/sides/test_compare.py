@@ -52,3 +52,26 @@ def test_a_target_that_refuses_one_side_is_recorded_and_the_rest_kept():
     assert result.results[("tpu-v5e", "jax")].estimate is not None
     assert result.results[("h100", "torch")].estimate is not None
     assert result.difference_cost("tpu-v5e") == {}
+
+
+def _small_lowerings():
+    from reference.lowering import Lowering
+    from tests.hardware_models.programs import linear_gelu
+
+    torch_lowering = Lowering("torch", "gemm", {"stablehlo": ""}, linear_gelu(64, 128, 256))
+    return torch_lowering, Lowering("jax", "gemm", {"stablehlo": ""}, linear_gelu(64, 128, 256))
+
+
+def test_targets_may_be_given_by_name_as_well_as_loaded():
+    # It used to fail with AttributeError: 'str' object has no attribute 'family'.
+    result = compare_lowerings(*_small_lowerings(), ["h100", get_target("spyre")], "gemm")
+    assert result.targets == ("h100", "spyre")
+    assert result.results[("h100", "torch")].estimate is not None and result.results[("spyre", "jax")].estimate is not None
+    assert result.target_details["h100"]["kind"] == "NVIDIA GPU" and result.target_details["spyre"]["main_memory_level"] == "lpddr5"
+
+
+def test_an_unknown_target_name_is_one_error_with_a_close_match():
+    from reference.errors import UnknownName
+
+    with pytest.raises(UnknownName, match="did you mean 'h100'"):
+        compare_lowerings(*_small_lowerings(), ["h10"])

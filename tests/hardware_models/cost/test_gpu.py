@@ -45,7 +45,7 @@ def test_large_elementwise_is_memory_bound_at_the_fitted_bandwidth():
     t = get_target("h100")
     cost = estimate(elementwise(n, "f32"), t).groups[0].cost
     assert cost.bottleneck == "memory"
-    assert cost.memory_bound_s == pytest.approx(3 * 4 * n / (t["memory.hbm_bytes_per_s"] * t["fitted.hbm_efficiency"]))
+    assert cost.memory_bound_s == pytest.approx(3 * 4 * n / (t.main_memory_bytes_per_s * t["fitted.hbm_efficiency"]))
 
 
 def test_f32_matmul_runs_on_cuda_cores_far_below_the_tensor_peak():

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.roofline import ceilings, plot_roofline, roofline_points, schedule_spans
+from hardware_models.cost.roofline import ceilings, roofline_points, schedule_spans
+from landscape.roofline_plot import plot_roofline
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target

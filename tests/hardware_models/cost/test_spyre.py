@@ -58,7 +58,7 @@ def test_a_kernels_weight_load_hides_behind_the_compute_of_the_kernel_before():
     plan = compile_plan(module, SPYRE)
     second = plan.groups[1]
     assert dict(plan.placements[second.id].split)["prefetchable"] == 4096 * 64 * 2  # w2, not h
-    assert any(src == 0 and dst == 1 for src, dst, *_ in plan.dataflow)
+    assert any(e.producer == 0 and e.consumer == 1 for e in plan.dataflow)
     cost = estimate(module, SPYRE, plan=plan).groups[1].cost
     from hardware_models.cost.spyre import kernel_times
 

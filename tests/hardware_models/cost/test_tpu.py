@@ -45,3 +45,13 @@ def test_fused_epilogue_adds_vpu_work_to_the_mxu_kernel():
     (group,) = est.groups
     assert group.ops == ("dot_general", "add", "logistic", "multiply")
     assert group.cost.flops == 2 * 512**3 + 2 * 512 * 512
+
+
+def test_padded_flops_of_a_fused_matmul_count_its_epilogue():
+    """Output fusion puts the epilogue in the MXU fusion: its padded FLOPs are the padded GEMM's
+    plus the epilogue's, so padding waste is never negative (it was -0.04% on a layer)."""
+    t = get_target("tpu-v5e")
+    (g,) = estimate(linear_gelu(64, 64, 64, "bf16"), t).groups  # pads n and k from 64 to 128
+    epilogue = g.cost.flops - 2 * 64**3
+    assert epilogue > 0
+    assert g.cost.padded_flops == 2 * 64 * 128 * 128 + epilogue

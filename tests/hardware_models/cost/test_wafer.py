@@ -7,7 +7,7 @@ import pytest
 from hardware_models.calibration import gemm_module
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
-from hardware_models.plan import WorkDivision
+from hardware_models.plan import Region
 from hardware_models.target import get_target
 
 WSE3 = get_target("wse-3")
@@ -18,7 +18,7 @@ def test_worked_number_one_gflop_on_one_percent_of_a_wse3():
     module = gemm_module(500, 1000, 1000, "bf16")  # 2 * 500 * 1000 * 1000 = 1 GFLOP
     plan = compile_plan(module, WSE3)
     (group,) = plan.groups
-    plan = plan.with_(divisions={group.id: WorkDivision(9000, 9000)})
+    plan = plan.with_(regions={group.id: Region(9000)})
     cost = estimate(module, WSE3, plan=plan).groups[0].cost
     assert cost.compute_s == pytest.approx(1e9 / (9000 * 0.5 * 125e15 / 900_000)) == pytest.approx(1.6e-6)
     assert cost.time_s == pytest.approx(max(cost.compute_s, cost.memory_bound_s) + 0.5e-6)

@@ -17,15 +17,15 @@ WSE3 = get_target("wse-3")
 def test_a_small_program_is_resident_and_its_regions_fill_the_wafer():
     plan = compile_plan(linear_gelu(512, 1024, 2048, "bf16"), WSE3)
     assert plan.partition.mode == "resident on one wafer" and plan.partition.chips == 1
-    used = sum(d.cores for d in plan.divisions.values())
-    assert 0.99 * 900_000 <= used <= 900_000 + len(plan.divisions)
+    used = sum(r.pes for r in plan.regions.values())
+    assert 0.99 * 900_000 <= used <= 900_000 + len(plan.regions)
 
 
 def test_regions_are_sized_by_flops_beyond_the_pes_that_hold_weights():
     plan = compile_plan(linear_gelu(512, 1024, 2048, "bf16"), WSE3)
     (group,) = plan.groups  # the matmul with its epilogue, one region
     sram_per_pe = 44e9 * 0.8 / 900_000
-    assert plan.divisions[group.id].cores >= (2048 * 1024 * 2 + 1024 * 2) / sram_per_pe
+    assert plan.regions[group.id].pes >= (2048 * 1024 * 2 + 1024 * 2) / sram_per_pe
 
 
 def test_weights_larger_than_a_wafer_are_split_over_wafers_when_hops_are_cheaper():

@@ -17,7 +17,18 @@ def test_float64_tensor_on_a_tpu_is_an_error_naming_the_valid_types():
 
 def test_float16_on_a_tpu_is_emulated_as_float32_and_noted():
     plan = compile_plan(elementwise(128, "f16"), get_target("tpu-v5e"))
-    assert plan.notes == ("f16 is emulated on tpu-v5e: it runs and is costed as f32",)
+    assert plan.notes == ("f16 is emulated on tpu-v5e: it runs, is stored and is costed as f32",)
+    assert plan.runs_as("f16") == "f32" and plan.runs_as("bf16") == "bf16"
+
+
+def test_an_emulated_type_is_counted_at_the_width_it_runs_as():
+    """One decision, read everywhere: f16 on a TPU runs as f32, so its bytes are f32 bytes (the
+    note said "costed as f32" while place_buffers counted 2-byte elements)."""
+    tpu = get_target("tpu-v5e")
+    half = compile_plan(elementwise(1024, "f16"), tpu)
+    single = compile_plan(elementwise(1024, "f32"), tpu)
+    (g,) = half.groups
+    assert half.placements[g.id].at("hbm") == single.placements[g.id].at("hbm") == 3 * 4 * 1024
 
 
 def test_float16_is_native_on_a_gpu():

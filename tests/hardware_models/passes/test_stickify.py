@@ -31,7 +31,11 @@ def test_padding_is_ceil_division_with_less_than_one_stick_of_waste(n):
 
 
 def test_emulated_types_are_laid_out_at_the_width_they_run_as():
-    assert stick_layout((65,), "f32", SPYRE).elements_per_stick == 64  # f32 runs as f16 on Spyre
+    # f32 runs as f16 on Spyre: resolve_dtypes decides it once, stickify reads the plan
+    v = t((65,), "f32")
+    plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE, stop_after="stickify")
+    assert plan.runs_as("f32") == "f16"
+    assert {layout.elements_per_stick for layout in plan.layouts.values()} == {64}
 
 
 def test_padding_waste_is_reported():

@@ -1,26 +1,72 @@
 """`landscape`: the command line, and the only module that reaches into every package.
 
 Commands are thin: parse, call one documented function, render. torch and jax are imported
-inside the commands that need them, so `landscape --help` stays fast. Bad input prints one
-line, `landscape: error: ...`, and exits 2; a check that ran and failed exits 1.
+inside the commands that need them, so `landscape --help` stays fast, and names, shapes and
+dtypes are checked before either is imported, so a typo is reported at once. Bad input prints
+one line, `landscape: error: ...`, and exits 2; a check that ran and failed exits 1.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
 
-DTYPES = ("float32", "bfloat16", "float16")
+from landscape.serving import PRECISIONS, SIDES, lower_for_serving, lower_named, lowering_from_file
+from reference.dtypes import DTYPES as DTYPE_TABLE
+from reference.dtypes import FLOAT_DTYPES, get_dtype
+
+
+class DTypeParam(click.ParamType):
+    """A dtype option drawn from reference.dtypes: any spelling of an allowed dtype is accepted
+    (bf16, bfloat16, BF16) and normalized to its canonical name, or to its short name."""
+
+    name = "dtype"
+
+    def __init__(self, allowed: tuple[str, ...], short: bool = False, kind: str = "dtype"):
+        self.allowed, self.short, self.kind = allowed, short, kind
+        self.shown = tuple(get_dtype(a).short if short else a for a in allowed)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(self.shown) + "]"
+
+    def convert(self, value, param, ctx):
+        from reference.errors import UnknownName
+
+        try:
+            dtype = get_dtype(value, self.allowed)
+        except UnknownName:
+            aliases = [s for d in DTYPE_TABLE if d.name in self.allowed for s in d.spellings if s not in self.shown]
+            self.fail(f"unknown {self.kind} {value!r}; valid: {', '.join(self.shown)} (or {', '.join(aliases)})", param, ctx)
+        return dtype.short if self.short else dtype.name
+
+
+DTYPE = DTypeParam(FLOAT_DTYPES)
+DTYPE_HELP = "float32, bfloat16 or float16 (also f32/fp32, bf16, f16/fp16)."
 
 
 def default_runners() -> dict:
-    """The two implementations, each a function from a Case to its outputs."""
-    import jax_side
-    import pytorch_side
+    """The two implementations, each a function from a Case to its outputs, imported only when
+    first called (after the name, shapes and dtype have been checked)."""
 
-    return {"torch": pytorch_side.run_case, "jax": jax_side.run_case}
+    def torch_run(case):
+        import pytorch_side
+
+        return pytorch_side.run_case(case)
+
+    def jax_run(case):
+        import jax_side
+
+        return jax_side.run_case(case)
+
+    return {"torch": torch_run, "jax": jax_run}
+
+
+def _verbose() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("verbose"))
 
 
 def _print_json(data) -> None:
@@ -28,13 +74,18 @@ def _print_json(data) -> None:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def cli() -> None:
+@click.option("--verbose", is_flag=True,
+              help="Keep the compilers' own logging (XLA's INFO lines on stderr) and XLA's source metadata "
+                   "(file names, stack frames) in `hlo --stage xla` and the report's dumps.")
+def cli(verbose: bool) -> None:
     """Landscape: one model, two frameworks, five AI execution models.
 
     Every kernel exists as a float64 numpy reference, a PyTorch module and a JAX/Flax NNX
     module. NAME is a catalogue kernel (matmul, attention, block, ...) or a published model
     config (llama-3.1-8b, ...); see `landscape kernels`.
     """
+    if not verbose:  # before jax is imported: XLA reads it when it first logs
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
 @cli.command()
@@ -63,7 +114,7 @@ def kernels(as_json: bool) -> None:
 @cli.command()
 @click.argument("name")
 @click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE", help="Override a shape parameter; repeatable.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)
+@click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)
 @click.option("--seed", type=int, default=0, show_default=True, help="Input generator seed.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, as_json: bool) -> None:
@@ -81,56 +132,14 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, as_json: bool
     if as_json:
         _print_json(result.to_dict())
     else:
-        from reference.render import render_agreement
+        from landscape.render import render_agreement
 
         render_agreement(result)
     if not result.ok:
         raise click.exceptions.Exit(1)
 
 
-SIDES = ("torch", "jax")
 STAGE_NAMES = ("fx", "jaxpr", "stablehlo", "ir", "xla")
-
-
-def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: bool = False, flat: bool = False):
-    """Lower a catalogue entry or model on one side; returns a `reference.lowering.Lowering`.
-
-    Published models lower regionally (embedding, one block called `layers` times, head) unless
-    `flat`; kernels and the `decoder` entry lower flat. The xla stage needs a flat lowering.
-
-    Raises:
-        UnknownName, InvalidShape: bad name or shapes.
-        LoweringFailed: the framework's compiler failed.
-    """
-    from reference.catalogue import get_entry
-
-    entry = get_entry(name)
-    resolved = entry.resolve(shapes)
-    entry.check_dtype(dtype)
-    regional = entry.kind == "model" and not flat and not compile_xla
-    if side == "torch":
-        from pytorch_side.lower import lower_entry, lower_regional
-
-        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
-    from jax_side.lower import lower_entry, lower_regional
-
-    if regional:
-        return lower_regional(entry.name, resolved, dtype)
-    return lower_entry(entry.name, resolved, dtype, compile_xla=compile_xla)
-
-
-def _lowering_from_file(path: str):
-    from pathlib import Path
-
-    from reference.errors import MalformedInput
-    from reference.ir import parse_stablehlo, verify
-    from reference.lowering import Lowering
-
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise MalformedInput(f"cannot read {path}: {err.strerror}") from None
-    return Lowering("file", Path(path).stem, {"stablehlo": text}, verify(parse_stablehlo(text)))
 
 
 def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, flat: bool, compile_xla: bool = False):
@@ -139,7 +148,7 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
     from reference.spec import parse_assignments
 
     if from_file:
-        return _lowering_from_file(from_file)
+        return lowering_from_file(from_file)
     if not name:
         raise MalformedInput(f"{command} needs NAME or --from-file FILE.mlir")
     return lower_named(name, side, parse_assignments(shapes), dtype, compile_xla=compile_xla, flat=flat)
@@ -147,7 +156,7 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
 
 def _shape_options(fn):
     fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)
-    fn = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True)(fn)
+    fn = click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)(fn)
     fn = click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE", help="Override a shape parameter; repeatable.")(fn)
     return fn
 
@@ -169,6 +178,10 @@ def hlo(name, side, stage, shapes, dtype, flat, out_dir, from_file) -> None:
         raise UnknownName(f"stage for the {side} side", stage, STAGES[side])
     lowering = _lowering_for("hlo", name, from_file, side, shapes, dtype, flat, compile_xla=stage == "xla")
     text = lowering.stage(stage)
+    if stage == "xla":
+        from landscape.render import xla_text
+
+        text = xla_text(text, _verbose())
     if out_dir:
         from pathlib import Path
 
@@ -195,8 +208,11 @@ def stats(name, side, shapes, dtype, flat, from_file, as_json) -> None:
     if as_json:
         _print_json(data)
         return
+    from landscape.units import format_bytes
+
     for key in ("flops", "transcendentals", "bytes_accessed", "param_bytes"):
-        click.echo(f"{key:16s} {data[key]:,}")
+        scaled = f"  ({format_bytes(data[key])})" if "bytes" in key else ""
+        click.echo(f"{key:16s} {data[key]:,}{scaled}")
     click.echo("ops:")
     for op, count in sorted(data["ops"].items(), key=lambda kv: -kv[1]):
         click.echo(f"  {count:6d}  {op}")
@@ -242,26 +258,17 @@ def diff(name, shapes, dtype, flat, as_json) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every quantity with its source.")
 def targets(as_json: bool) -> None:
-    """List the hardware targets: family, 16-bit peak, main memory and its bandwidth, ridge point."""
+    """List the hardware targets: family, 16-bit peak (dense, not sustained), main memory (HBM, SRAM or
+    LPDDR5) and its bandwidth, ridge point."""
     from hardware_models.target import load_targets
 
     loaded = load_targets()
     if as_json:
         _print_json([t.to_dict() for t in loaded.values()])
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from landscape.render import render_targets
 
-    table = Table(title="Landscape targets")
-    for col in ("name", "family", "description", "16-bit peak", "memory bandwidth", "memory", "ridge (FLOP/B)"):
-        table.add_column(col)
-    for t in loaded.values():
-        table.add_row(
-            escape(t.name), t.family, escape(t.description), f"{t.peak_16bit_flop_per_s / 1e12:.0f} TFLOP/s",
-            f"{t.main_memory_bytes_per_s / 1e12:.2f} TB/s", f"{t.main_memory_bytes / 1e9:.0f} GB", f"{t.ridge_flop_per_byte:.0f}",
-        )
-    Console(width=140).print(table)
+    render_targets(loaded)
 
 
 @cli.command()
@@ -370,7 +377,7 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, from_file, set
         return
     if show_plan:
         click.echo(plan.render())
-    from reference.render import render_estimate
+    from landscape.render import render_estimate
 
     render_estimate(result)
 
@@ -383,7 +390,8 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, from_file, set
     """Draw NAME's kernels on the target's roofline (PNG or SVG), schedule-bound ones marked."""
     from pathlib import Path
 
-    from hardware_models.cost.roofline import plot_roofline, schedule_spans
+    from hardware_models.cost.roofline import schedule_spans
+    from landscape.roofline_plot import plot_roofline
     from reference.errors import UnknownName
 
     suffix = Path(out_path).suffix.lower()
@@ -392,12 +400,10 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, from_file, set
     target, plan, result = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file, settings, chips)
     Path(out_path).parent.mkdir(parents=True, exist_ok=True)
     points = plot_roofline(result, target, out_path, schedule_spans(plan, target))
+    from landscape.roofline_plot import roofline_title
+
     counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}
-    click.echo(f"wrote {out_path}: {len(points)} kernels ({', '.join(f'{k} {v}' for k, v in counts.items())})")
-
-
-# --precision: (the dtype the model is lowered in, the 8-bit type its weights and matmuls then take)
-PRECISIONS = {"bf16": ("bfloat16", None), "fp16": ("float16", None), "fp8": ("bfloat16", "f8E4M3FN"), "int8": ("bfloat16", "i8")}
+    click.echo(f"wrote {out_path}: {roofline_title(result, target, points)} ({', '.join(f'{k}-bound {v}' for k, v in counts.items())})")
 
 
 @cli.command()
@@ -407,8 +413,9 @@ PRECISIONS = {"bf16": ("bfloat16", None), "fp16": ("float16", None), "fp8": ("bf
 @click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--input-len", "input_len", type=click.IntRange(min=1), default=2048, show_default=True)
 @click.option("--output-len", "output_len", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--precision", type=click.Choice(tuple(PRECISIONS)), default="bf16", show_default=True,
-              help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16.")
+@click.option("--precision", type=DTypeParam(PRECISIONS, short=True, kind="precision"), default="bf16", show_default=True,
+              help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16. "
+                   "Also bfloat16, float16, f8E4M3FN, i8.")
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -429,7 +436,7 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     if as_json:
         _print_json(data)
         return
-    from reference.render import render_prediction
+    from landscape.render import render_prediction
 
     render_prediction(data, precision, side)
 
@@ -441,38 +448,18 @@ def _model_names() -> list[str]:
 
 
 def _check_model(model_name: str) -> None:
-    from reference.catalogue import get_entry
+    """A published model config's name, checked before anything is lowered."""
     from reference.errors import UnknownName
 
-    if get_entry(model_name).kind != "model":
+    if model_name not in _model_names():
         raise UnknownName("model config", model_name, _model_names())
-
-
-def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, output_len: int, precision: str = "bf16"):
-    """(prefill IR, decode IR, KV-cache bytes) of a published model, as `predict_inference` takes them.
-
-    The decode step runs against a cache of input + output tokens; fp8 and int8 go through
-    `quantize_weights` (weights, KV cache and matmul inputs in 8 bits).
-    """
-    from hardware_models.passes.quantize_weights import quantize_weights
-    from reference.dtypes import numpy_dtype
-    from reference.models import get_model
-
-    dtype, eight_bit = PRECISIONS[precision]
-    tokens = input_len + output_len
-    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
-    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
-    if eight_bit:
-        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
-    cache_bytes = get_model(model_name).kv_cache_bytes(batch, tokens, 1 if eight_bit else numpy_dtype(dtype).itemsize)
-    return prefill, decode, cache_bytes
 
 
 @cli.command(name="map")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table.")
 @click.option("--model", "model_name", default="llama-3.1-8b", show_default=True,
-              help="The reference model whose KV-cache placement is measured on each family.")
+              help="The reference model whose KV-cache placement is predicted on each family.")
 def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
 
@@ -481,6 +468,7 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """
     from hardware_models.landscape_map import FAMILIES, landscape_map
     from hardware_models.predict import predict_inference
+    from landscape.units import format_bytes
 
     base = landscape_map()
     _check_model(model_name)
@@ -489,72 +477,72 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     for family in FAMILIES:
         result = predict_inference(prefill, decode, load_target(base.targets[family]), model=model_name, batch=1,
                                    input_len=2048, output_len=256, kv_cache_bytes=cache)
-        placed[family] = f"{model_name}: {cache / 1e9:.2f} GB in {result.kv_cache_location}"
+        placed[family] = f"{model_name}: {format_bytes(cache)} in {result.kv_cache_location}"
     result = landscape_map(placed)
     if as_json:
         _print_json(result.to_dict())
     elif as_markdown:
         click.echo(result.to_markdown())
     else:
-        from reference.render import render_map
+        from landscape.render import render_map
 
         render_map(result)
 
 
-DEFAULT_COMPARE_TARGETS = ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre")  # one per family
+def _default_targets() -> str:
+    from hardware_models.families import representative_targets
+
+    return ",".join(representative_targets())
 
 
 @cli.command()
-@click.argument("name", default="block")
-@click.option("--targets", "target_list", default=",".join(DEFAULT_COMPARE_TARGETS), show_default=True,
+@click.argument("name", required=False)
+@click.option("--targets", "target_list", default=_default_targets, show_default="one target per family",
               help="Comma-separated targets, or 'all'.")
-@click.option("--phase", type=click.Choice(("prefill", "decode")), default="prefill", show_default=True)
+@click.option("--phase", type=click.Choice(("prefill", "decode", "both")), default="both", show_default=True,
+              help="For an entry with a mode (block, decoder, models): prefill, one decode step, or both.")
 @click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE", help="Override a shape parameter; repeatable.")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bfloat16", show_default=True)
+@click.option("--dtype", type=DTYPE, default="bfloat16", show_default=True, help=DTYPE_HELP)
 @click.option("--chips", type=click.IntRange(min=1), default=None, help="Force a chip count on every target.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False),
-              help="Write HLO dumps of both sides, plans, rooflines, traces and report.json under DIR.")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+              help="Write report.html, report.json, HLO dumps of both sides, plans, rooflines and traces under DIR.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
 def compare(name, target_list, phase, shapes, dtype, chips, out_dir, as_json) -> None:
     """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
 
-    NAME defaults to `block`, the Llama-style block (batch 2, 16 tokens, 4 heads of 16, GQA 2,
-    d_ff 128). For each target and side: time, bottleneck, bytes per level, kernels, padding
-    waste, fallbacks; then where the two lowerings differ and what that costs on each target.
+    Without NAME: one Llama-3.1-8B layer (`block` at llama-3.1-8b's dimensions, batch 1), a
+    prefill of 2048 tokens and one decode step against a 2048-token KV cache. For each phase,
+    target and side: time, bottleneck, kernels, fused groups, chips, padding waste, main-memory
+    bytes, fallbacks; then where the two lowerings differ and what that costs on each target.
     """
-    from hardware_models.compare import compare_lowerings
     from hardware_models.target import load_targets
-    from reference.catalogue import get_entry
+    from landscape.workload import compare_workload, plan_workloads
     from reference.spec import parse_assignments
 
     names = list(load_targets()) if target_list == "all" else [t.strip() for t in target_list.split(",") if t.strip()]
     targets = [load_target(t) for t in names]  # an unknown target fails here, before any lowering
-    overrides = parse_assignments(shapes)
-    if "mode" in get_entry(name).params:
-        overrides.setdefault("mode", phase)
+    workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase)  # so do bad names and shapes
     from rich.console import Console
     from rich.progress import Progress
 
     err = Console(stderr=True)
-    with Progress(console=err, transient=True) as bar:
-        task = bar.add_task("lowering", total=2 + 2 * len(targets))
-        lowered = {}
-        for side in SIDES:
-            lowered[side] = lower_named(name, side, overrides, dtype, compile_xla=bool(out_dir) and side == "jax")
-            bar.update(task, advance=1, description=f"lowered {side}")
-        result = compare_lowerings(lowered["torch"], lowered["jax"], targets, name, chips,
-                                   progress=lambda label: bar.update(task, advance=1, description=label))
+    done = []
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("lowering", total=len(workloads) * (2 + 2 * len(targets)))
+        for workload in workloads:
+            done.append(compare_workload(workload, targets, chips, compile_xla=bool(out_dir),
+                                         progress=lambda label: bar.update(task, advance=1, description=label)))
     if out_dir:
-        from hardware_models.report import write_report
+        from landscape.report import write_report
 
-        written = write_report(result, lowered, targets, out_dir)
-        err.print(f"wrote {len(written)} files under {out_dir}")
+        written = write_report(done, targets, out_dir, verbose=_verbose())
+        err.print(f"wrote {len(written)} files under {out_dir}; open {out_dir}/report.html")
     if as_json:
-        _print_json(result.to_dict())
+        _print_json({"comparisons": [result.to_dict() for result, _ in done]})
         return
-    from reference.render import render_comparison
+    from landscape.render import render_comparison
 
-    render_comparison(result)
+    render_comparison([result for result, _ in done])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,93 @@
+"""Target families, one module each, and the one registry that every other module reads.
+
+A family (gpu, tpu, spyre, lpu, wafer) is an execution model: how its compiler turns the IR
+into kernels (the ordered pipeline of passes), how a kernel is tiled, how a kernel's cost
+follows from the plan, the ceilings its roofline draws, whether its compiler schedules every
+cycle statically (then a plan has a Chrome trace), and what the landscape map reads. Each
+family's module declares one `Family` record and registers it; a target file names its family.
+
+A new family is one module (`register(Family(...))`) and one target file: nothing else changes.
+tests/hardware_models/test_families.py adds a toy family that way.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable
+
+from reference.errors import UnknownName
+
+BUILTIN = ("gpu", "tpu", "wafer", "lpu", "spyre")  # the order columns appear in (map, compare)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One execution model, declared once.
+
+    name:           the key a target file's `family` names ("gpu")
+    vendor, noun:   how a person names a chip of it: "NVIDIA" + "GPU", "Google" + "TPU"
+    representative: the target the map and `compare` use for the family by default
+    schema:         required keys per section of its target files ([levels] excepted);
+                    optional: keys a file may add
+    levels:         the memory levels its files must declare, with the keys each needs
+    pipeline:       passes `verb(module, plan, target) -> Plan`, in order, each with its reason
+    group_cost:     the cost model: (module, plan, group, target) -> Cost of one execution
+    ceilings:       target -> (compute ceilings FLOP/s, memory ceilings bytes/s), sustained
+    peak_16bit:     target -> the dense 16-bit peak (FLOP/s) `targets` and the ridge point read
+    tiling:         (GemmShape, target, output bytes) -> Tiling, or None (no contraction tiles)
+    scheduled:      the compiler fixes every op's cycle (the plan has a schedule to trace)
+    off_chip:       target -> (what it is called, bytes/s): the map's off-chip bandwidth row
+    """
+
+    name: str
+    vendor: str
+    noun: str
+    representative: str
+    schema: dict[str, tuple[str, ...]]
+    levels: dict[str, tuple[str, ...]]
+    pipeline: tuple
+    group_cost: Callable
+    ceilings: Callable
+    peak_16bit: Callable
+    off_chip: Callable
+    tiling: Callable | None = None
+    scheduled: bool = False
+    optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def describe(self, target_description: str = "") -> str:
+        """"NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""
+        return f"{self.vendor} {self.noun}" + (f": {target_description}" if target_description else "")
+
+
+_REGISTRY: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add a family (a family module calls this once, at import); returns it."""
+    _REGISTRY[family.name] = family
+    return family
+
+
+def _load_builtin() -> None:
+    for name in BUILTIN:
+        if name not in _REGISTRY:
+            importlib.import_module(f"hardware_models.families.{name}")
+
+
+def families() -> dict[str, Family]:
+    """Every registered family by name: the built-in ones first, in BUILTIN order."""
+    _load_builtin()
+    return dict(_REGISTRY)
+
+
+def get_family(name: str) -> Family:
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise UnknownName("target family", name, _REGISTRY)
+    return _REGISTRY[name]
+
+
+def representative_targets() -> tuple[str, ...]:
+    """One target per built-in family, in BUILTIN order: what `compare` and the map default to."""
+    return tuple(get_family(name).representative for name in BUILTIN)

@@ -1,0 +1,92 @@
+"""The TPU family (Google TPU v4, v5e, v5p, v6e): MXUs as weight-stationary systolic arrays, a
+VPU, VMEM and HBM; XLA's compiler fuses epilogues into the MXU fusion (output fusion).
+
+The cost model is hardware_models/cost/tpu.py, the systolic core hardware_models/cost/systolic.py.
+
+Tiling (weight-stationary MXU folds):
+    weights k x n fill R x C arrays: kp = k rounded up to R, np = n rounded up to C, mp = m
+    rounded up to the 8 sublanes; units = b * folds; steps = ceil(units / MXUs) folds per MXU,
+    each max(R, m) cycles with the next fold's weights loading meanwhile, plus the first load
+    and the last fold's fill and drain (`double_buffered_cycles`); reuse block: the whole problem
+    if A, B and C fit in VMEM less its buffer_fraction (the double buffers), else the largest
+    square output block (bm = bn, whole arrays) whose A and B panels of depth 512 (two buffers
+    each) and f32 accumulator fit in VMEM.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
+from hardware_models.cost.tpu import tpu_group_cost, vpu_rate
+from hardware_models.families import Family, register
+from hardware_models.passes.assign_groups import assign_groups
+from hardware_models.passes.fuse_elementwise import XLA_TPU, fuse_elementwise
+from hardware_models.passes.pad_to_tiles import pad_to_tiles
+from hardware_models.passes.place_buffers import place_buffers
+from hardware_models.passes.resolve_dtypes import resolve_dtypes
+from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
+from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
+from hardware_models.target import Target
+from reference.ir.graph import ELEMENT_BYTES
+
+# A compiler choice, not a hardware limit: the k depth of the A and B panels XLA stages in VMEM
+# for a GEMM too big for it.
+BLOCK_K = 512
+
+
+def tpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
+    rows, cols = int(target["chip.mxu_rows"]), int(target["chip.mxu_cols"])
+    cycles = systolic_gemm(shape.m, shape.n, shape.k, rows, cols, "ws")
+    mp, np_, kp = round_up(shape.m, int(target["chip.vpu_sublanes"])), round_up(shape.n, cols), round_up(shape.k, rows)
+    mxus = int(target["chip.tensorcores"] * target["chip.mxus_per_tensorcore"])
+    units = shape.batch * cycles.folds
+    vmem = target.level("on-chip")
+    capacity = target.level_value(vmem, "bytes")  # one tensorcore's
+    resident = capacity * (1 - target.level_value(vmem, "buffer_fraction"))
+    e = ELEMENT_BYTES.get(shape.dtype, 4)
+    if sum(shape.operand_bytes()) + out_bytes <= resident:
+        block = (mp, np_)
+    else:
+        bk = min(kp, BLOCK_K)
+        b = cols
+        while b + cols <= max(mp, np_) and 2 * 2 * (b + cols) * bk * e + (b + cols) ** 2 * 4 <= capacity:
+            b += cols
+        block = (min(b, mp), min(b, np_))
+    steps = ceil_div(units, mxus)
+    whole = double_buffered_cycles(steps, rows, cols, shape.m)
+    per_fold = max(rows, shape.m)
+    return Tiling(shape, (shape.m, cols, rows), (mp, np_, kp), units, steps, block, per_fold, whole - steps * per_fold)
+
+
+def tpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
+    return ({"MXU bf16": target["peak.bf16_flop_per_s"], "VPU": vpu_rate(target)},
+            {lv.name.upper(): target.level_value(lv, "bytes_per_s") for lv in target.levels if f"levels.{lv.name}.bytes_per_s" in target.quantities})
+
+
+TPU = register(Family(
+    name="tpu", vendor="Google", noun="TPU", representative="tpu-v5e",
+    schema={
+        "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
+                 "vpu_sublanes", "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
+        "peak": ("bf16_flop_per_s", "int8_op_per_s"),
+        "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s", "allreduce_bus_bytes_per_s"),
+        "schedule": ("launch_overhead_s", "collective_latency_s"),
+        "host": ("flop_per_s",),
+    },
+    optional={"fitted": ("gemm_efficiency", "hbm_efficiency")},
+    levels={"hbm": ("bytes", "bytes_per_s", "usable_fraction"), "vmem": ("bytes", "bytes_per_s", "buffer_fraction")},
+    pipeline=(
+        resolve_dtypes,  # first because a type the target lacks is an error before any work
+        assign_groups,
+        partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+        shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+        pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+        place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays
+    ),
+    group_cost=tpu_group_cost,
+    ceilings=tpu_ceilings,
+    peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
+    off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
+    tiling=tpu_tiling,
+))

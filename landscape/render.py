@@ -1,0 +1,208 @@
+"""Terminal renderings of the CLI's results, as rich tables: pure functions of the result objects.
+
+Kept apart from landscape/cli.py (the composition root), which parses and calls; these only
+draw what `to_dict()` already holds. Every time, size and rate goes through landscape/units.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from landscape.units import format_bytes, format_percent, format_rate, format_seconds
+
+SEGMENTS_SHOWN = 8  # divergent segments printed by `compare`; the rest are counted
+XLA_METADATA = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def xla_text(text: str, verbose: bool = False) -> str:
+    """XLA's optimized HLO without its source metadata (the FileNames, FunctionNames,
+    FileLocations and StackFrames tables: local paths and call stacks, ~50 lines before the
+    HLO), and without the stack_frame_id references into them; `verbose` keeps everything."""
+    if verbose:
+        return text
+    out, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        if line.strip() in XLA_METADATA:
+            skipping = True
+        elif skipping and not line.strip():
+            skipping = False
+        elif not skipping:
+            out.append(re.sub(r" stack_frame_id=\d+", "", line))
+    return re.sub(r"\n{3,}", "\n\n", "".join(out))
+
+
+def render_estimate(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    data = result.to_dict()
+    levels = list(data["bytes"])
+    table = Table(title=escape(f"{data['name']} on {data['target']}"))
+    for col in ("group", "kind", "op", "x", "FLOPs", *(f"{lv} bytes" for lv in levels), "time", "util", "bound"):
+        table.add_column(col, overflow="fold")
+    for row in data["ops"]:
+        op = row["op"] if len(row["op"]) <= 48 else row["op"][:45] + "..."
+        table.add_row(
+            str(row["group"]), row["kind"], escape(op), str(row["repeats"]), f"{row['flops']:.3g}",
+            *(format_bytes(row["bytes"].get(lv, 0)) for lv in levels), format_seconds(row["time_s"]),
+            format_percent(row["utilization"]), row["bottleneck"],
+        )
+    console = Console(width=150)
+    console.print(table)
+    by_level = ", ".join(f"{lv} {format_bytes(b)}" for lv, b in data["bytes"].items())
+    console.print(
+        f"total {format_seconds(data['total_time_s'])} over {data['kernels']} kernels: compute {format_seconds(data['compute_s'])}, "
+        f"memory {format_seconds(data['memory_s'])}, schedule {format_seconds(data['schedule_s'])}; {data['flops']:.4g} FLOPs; "
+        f"{by_level}; utilization {data['utilization']:.1%}"
+    )
+    console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
+    for note in data["notes"]:
+        console.print(escape(f"note: {note}"))
+
+
+def render_targets(loaded: dict) -> None:
+    """`landscape targets`: each target with its family, peak, and main memory named by kind."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from hardware_models.families import get_family
+
+    table = Table(title="Landscape targets")
+    for col in ("name", "family", "description", "16-bit peak", "main memory", "bandwidth", "ridge (FLOP/B)"):
+        table.add_column(col)
+    for t in loaded.values():
+        table.add_row(
+            escape(t.name), escape(get_family(t.family).describe()), escape(t.description),
+            format_rate(t.peak_16bit_flop_per_s, "FLOP/s"), f"{format_bytes(t.main_memory_bytes)} {t.main_memory_level.upper()}",
+            format_rate(t.main_memory_bytes_per_s, "B/s"), f"{t.ridge_flop_per_byte:.0f}",
+        )
+    Console(width=160).print(table)
+
+
+def bound_counts(row: dict) -> str:
+    """A comparison row's kernels by bound, '9/8/3' (compute/memory/schedule)."""
+    counts = row.get("bottleneck_counts", {})
+    return "/".join(str(counts.get(b, 0)) for b in ("compute", "memory", "schedule"))
+
+
+def _workload_lines(data: dict) -> list[str]:
+    w = data.get("workload") or {}
+    if not w:
+        return [f"{data['name']}: PyTorch and JAX paths"]
+    what = w["label"] if w["label"] == w["entry"] else f"{w['label']} (catalogue entry {w['entry']})"
+    shapes = " ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
+    return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
+            "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items())]
+
+
+def render_comparison(results) -> None:
+    """`landscape compare`: for each phase, what was compared, then time and bottleneck per target
+    and side, what the JAX path costs against the PyTorch one by kind, and where the IRs differ."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(width=170)
+    results = list(results) if isinstance(results, (list, tuple)) else [results]
+    details = results[0].to_dict().get("target_details", {})
+    if details:
+        console.print("targets:")
+        for name, d in details.items():
+            console.print(escape(f"  {name:9s} {d['kind']}: {d['description']}; main memory "
+                                 f"{format_bytes(d['main_memory_bytes'])} {d['main_memory_level'].upper()}"))
+    for result in results:
+        data = result.to_dict()
+        title, *rest = _workload_lines(data)
+        console.print()
+        console.print(escape(title), style="bold")
+        for line in rest:
+            console.print(escape(f"  {line}"))
+        table = Table()
+        for col in ("target", "side", "time", "bound", "kernels", "by bound: compute/memory/schedule", "fused", "chips", "padding",
+                    "main memory", "fallbacks"):
+            table.add_column(col, overflow="fold")
+        for row in data["results"]:
+            if "refused" in row:
+                table.add_row(row["target"], row["side"], "refused", escape(row["refused"]), *[""] * 7)
+                continue
+            level = row.get("main_memory_level", "").upper()
+            table.add_row(row["target"], row["side"], format_seconds(row["time_s"]), row["bottleneck"], str(row["kernels"]),
+                          bound_counts(row), str(row["fused_groups"]), str(row["chips"]), format_percent(row["padding_waste"]),
+                          f"{format_bytes(row['main_memory_bytes'])} {level}".strip(), escape(", ".join(row["fallbacks"]) or "-"))
+        console.print(table)
+        console.print("What the JAX path costs against the PyTorch path, by kind of kernel (+ is slower):")
+        for target in result.targets:
+            cost = result.difference_cost(target)
+            parts = ", ".join(f"{kind} {format_seconds(delta, signed=True)}" for kind, delta in cost.items()) or "refused on one side"
+            console.print(escape(f"  {target}: {parts}"))
+        hist = {op: v for op, v in data["diff"]["histogram"].items() if v[0] != v[1]}
+        if hist:
+            console.print("Ops whose counts differ (torch/jax): " + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
+        divergences = data["diff"]["divergences"]
+        for d in divergences[:SEGMENTS_SHOWN]:
+            console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
+        if len(divergences) > SEGMENTS_SHOWN:
+            console.print(f"  … and {len(divergences) - SEGMENTS_SHOWN} more segments (`landscape diff` or the report lists them all)")
+
+
+def render_agreement(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    tol = result.tolerance
+    shapes = " ".join(f"{k}={v}" for k, v in result.shapes.items())
+    table = Table(title=escape(f"{result.kernel} [{result.dtype}] {shapes}"))
+    for col in ("comparison", "max abs", "max rel", "bound", "result"):
+        table.add_column(col)
+    for key, err in result.errors.items():
+        verdict = "[green]pass[/green]" if err.ok else "[red]FAIL[/red]"
+        table.add_row(key, f"{err.max_abs:.3e}", f"{err.max_rel:.3e}", f"{err.bound:.3e}", verdict)
+    console = Console(width=120)
+    console.print(table)
+    console.print(
+        f"tolerance {tol.dtype}: |side - ref| <= {tol.atol:.3g} + {tol.rtol:.3g} * max|ref|; "
+        f"side vs side at twice that. {tol.accumulation}."
+    )
+
+
+def render_map(result) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="The Accelerator Landscape Map", show_lines=True)
+    table.add_column("")
+    for family in result.families:
+        table.add_column(escape(f"{result.names[family]} ({result.targets[family]})"), overflow="fold")
+    for row, cells in result.rows:
+        table.add_row(escape(row), *(escape(cells[f]) for f in result.families))
+    Console(width=200).print(table)
+
+
+def prediction_notes(data: dict) -> list[tuple[str, str]]:
+    """predict's notes as (phase, note): "prefill", "decode", or "prefill and decode" when both
+    graphs gave the same note."""
+    prefill, decode = data["prefill"]["notes"], data["decode"]["notes"]
+    both, only_prefill = "prefill and decode", "prefill"
+    return [(both if note in prefill and note in decode else only_prefill if note in prefill else "decode", note)
+            for note in dict.fromkeys(prefill + decode)]
+
+
+def render_prediction(data: dict, precision: str, side: str) -> None:
+    import click
+
+    chips = data["chips"]
+    click.echo(
+        f"{data['model']} on {data['target']} ({chips} chip{'s' if chips > 1 else ''}, {precision}, batch {data['batch']}, "
+        f"{data['input_len']} in / {data['output_len']} out, {side} lowering)\n"
+        f"  time to first token   {format_seconds(data['ttft_s']):>10}\n"
+        f"  decode step           {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound)\n"
+        f"  tokens/s per user     {data['tokens_per_s_per_user']:10.1f}\n"
+        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}\n"
+        f"  KV cache              {format_bytes(data['kv_cache_bytes']):>10} in {data['kv_cache_location']}"
+    )
+    for phase, note in prediction_notes(data):
+        click.echo(f"  note ({phase}): {note}")

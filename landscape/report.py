@@ -1,0 +1,228 @@
+"""write_report: a comparison's files under one folder, for reading and diffing.
+
+For each phase compared (prefill, decode), under PHASE/ (or directly under the folder for an
+entry without phases):
+
+    hlo/<side>.<stage>.txt         every stage of both lowerings (fx, jaxpr, stablehlo, ir, xla)
+    plans/<target>.<side>.txt      each target's compiled plan (Plan.render)
+    rooflines/<target>.<side>.png  and .svg
+    traces/<target>.<side>.json    a Chrome trace, for statically scheduled targets
+
+and at the top:
+
+    report.json                    {"comparisons": [each phase's Comparison.to_dict()]}
+    report.html                    all of it on one self-contained page (inline SVG, no network),
+                                   which says what was compared and links the files above
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+from hardware_models.compare import Comparison
+from hardware_models.cost.roofline import schedule_spans
+from hardware_models.trace import chrome_trace, scheduled
+from landscape.render import bound_counts, xla_text
+from landscape.roofline_plot import plot_roofline
+from landscape.units import format_bytes, format_percent, format_seconds
+
+# One line each, on the page under "How to read it".
+DEFINITIONS = {
+    "bound": "which of a kernel's compute, memory and schedule (launch, fill, drain, sync) time is largest; "
+             "for a program, the largest of the three summed over its kernels",
+    "padding": "the share of the FLOPs a target executes that only fill its tiles (1 − useful / padded FLOPs)",
+    "fused": "kernels that run more than one IR op (a fused group); kernels counts every launch",
+    "other": "elementwise and reduction kernels: neither a contraction (matmul, convolution), pure data "
+             "movement, a host fallback nor a chip-to-chip transfer",
+    "main memory": "bytes moved to and from the target's main memory: HBM on GPUs and TPUs, on-chip SRAM on "
+                   "the LPU and the wafer, LPDDR5 on Spyre",
+}
+
+
+def phase_dir(result: Comparison) -> str:
+    """The folder a phase's files go under, relative to the report ('' for no phase)."""
+    return (result.workload or {}).get("phase") or ""
+
+
+def write_report(comparisons: list[tuple[Comparison, dict]], targets: list, out_dir: str, verbose: bool = False) -> list[Path]:
+    """Write the files above; returns their paths.
+
+    Args:
+        comparisons: (Comparison, {side: Lowering}) per phase.
+        targets: the loaded targets compared.
+        verbose: keep XLA's source metadata (local paths) in the xla dumps.
+    """
+    root = Path(out_dir)
+    written = []
+
+    def write(path: Path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        written.append(path)
+
+    by_name = {t.name: t for t in targets}
+    svgs = {}
+    for result, lowerings in comparisons:
+        base = root / phase_dir(result)
+        for side, lowering in lowerings.items():
+            for stage in (*lowering.stages, "ir"):
+                text = lowering.stage(stage)
+                write(base / "hlo" / f"{side}.{stage}.txt", xla_text(text, verbose) if stage == "xla" else text)
+        for (target_name, side), side_result in sorted(result.results.items()):
+            if side_result.plan is None:
+                continue
+            target = by_name[target_name]
+            write(base / "plans" / f"{target_name}.{side}.txt", side_result.plan.render() + "\n")
+            figures = [base / "rooflines" / f"{target_name}.{side}{suffix}" for suffix in (".png", ".svg")]
+            figures[0].parent.mkdir(parents=True, exist_ok=True)
+            plot_roofline(side_result.estimate, target, figures, schedule_spans(side_result.plan, target))
+            written.extend(figures)
+            svgs[(phase_dir(result), target_name, side)] = figures[1].read_text()
+            if scheduled(target.family):
+                write(base / "traces" / f"{target_name}.{side}.json", json.dumps(chrome_trace(side_result.plan, target), sort_keys=True))
+    data = {"comparisons": [result.to_dict() for result, _ in comparisons]}
+    write(root / "report.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    files = {p.relative_to(root).as_posix() for p in written}
+    write(root / "report.html", render_html([result for result, _ in comparisons], svgs, files))
+    return written
+
+
+def _link(files: set[str], path: str, text: str) -> str:
+    return f"<a href='{html.escape(path)}'>{html.escape(text)}</a>" if path in files else ""
+
+
+def _opening(comparisons: list[Comparison], files: set[str]) -> str:
+    e = html.escape
+    first = comparisons[0].to_dict()
+    w = first.get("workload") or {}
+    details = first.get("target_details") or {}
+    if w:
+        shapes = ", ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
+        phases = "; ".join(e(c.workload["phase_text"]) for c in comparisons)
+        what = (f"<b>{e(w['label'])}</b> (the catalogue's <code>{e(w['entry'])}</code> at {e(shapes)}), "
+                f"in <b>{e(w['dtype'])}</b>: {phases}.")
+        paths = " ".join(f"The {'PyTorch' if s == 'torch' else 'JAX'} path: {e(p)}." for s, p in w["compilers"].items())
+    else:
+        what, paths = f"<b>{e(first['name'])}</b>.", ""
+    targets = "".join(
+        f"<li><b>{e(name)}</b>: {e(d['kind'])}: {e(d['description'])}; main memory {format_bytes(d['main_memory_bytes'])} "
+        f"{e(d['main_memory_level'].upper())}</li>" for name, d in details.items())
+    definitions = "".join(f"<li><b>{e(k)}</b>: {e(v)}</li>" for k, v in DEFINITIONS.items())
+    links = []
+    for c in comparisons:
+        ph = phase_dir(c)
+        prefix = f"{ph}/" if ph else ""
+        hlo = " · ".join(filter(None, (_link(files, f"{prefix}hlo/{f}", f) for f in sorted(
+            p.split("/")[-1] for p in files if p.startswith(f"{prefix}hlo/")))))
+        links.append(f"<li>{e(ph or 'files')}: HLO dumps {hlo}; plans, rooflines and traces per row of the table below</li>")
+    return f"""<p class="lede">What was compared: {what} Both paths lower the same module to StableHLO, which is imported
+into one IR; each target's compiler passes map that IR onto the chip (fusion, tiling and padding, placement) and its
+cost model predicts the time. {paths}</p>
+<p>Targets, one per family:</p><ul id="targets">{targets}</ul>
+<p>How to read it:</p><ul id="definitions">{definitions}</ul>
+<p>Files beside this page: {_link(files, 'report.json', 'report.json')} (everything below, as data)</p><ul>{''.join(links)}</ul>"""
+
+
+def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
+    e = html.escape
+    data = result.to_dict()
+    ph = phase_dir(result)
+    prefix = f"{ph}/" if ph else ""
+    details = data.get("target_details") or {}
+    rows = []
+    for r in data["results"]:
+        kind = details.get(r["target"], {}).get("kind", "")
+        cell = f"<td>{e(r['target'])}<br><small>{e(kind)}</small></td>"
+        if "refused" in r:
+            rows.append(f"<tr class='refused'>{cell}<td>{e(r['side'])}</td><td colspan='10'>refused: {e(r['refused'])}</td></tr>")
+            continue
+        stem = f"{r['target']}.{r['side']}"
+        links = " · ".join(filter(None, (_link(files, f"{prefix}plans/{stem}.txt", "plan"),
+                                          _link(files, f"{prefix}rooflines/{stem}.svg", "roofline"),
+                                          _link(files, f"{prefix}traces/{stem}.json", "trace"))))
+        rows.append(
+            f"<tr data-target='{e(r['target'])}' data-side='{e(r['side'])}' data-time='{r['time_s']}'>{cell}<td>{e(r['side'])}</td>"
+            f"<td class='time'>{format_seconds(r['time_s'])}</td><td>{e(r['bottleneck'])}</td><td>{r['kernels']}</td>"
+            f"<td>{bound_counts(r)}</td><td>{r['fused_groups']}</td>"
+            f"<td>{r['chips']}</td><td>{format_percent(r['padding_waste'])}</td>"
+            f"<td>{format_bytes(r['main_memory_bytes'])} {e(r.get('main_memory_level', '').upper())}</td>"
+            f"<td>{e(', '.join(r['fallbacks']) or '-')}</td><td>{links}</td></tr>")
+    deltas = "".join(
+        f"<tr><td>{e(t)}</td><td>{e(', '.join(f'{k} {format_seconds(v, signed=True)}' for k, v in d.items()) or 'refused on one side')}</td></tr>"
+        for t, d in data["difference_cost_s"].items())
+    hist = "".join(f"<tr><td>{e(op)}</td><td>{a}</td><td>{b}</td></tr>"
+                   for op, (a, b) in sorted(data["diff"]["histogram"].items()) if a != b)
+    segments = "".join(f"<li>segment {d['segment']} after <code>{e(d['after'])}</code>: {e('; '.join(d['reasons']))}</li>"
+                       for d in data["diff"]["divergences"])
+    figures = "".join(
+        f"<figure><figcaption>{e(t)} ({e(details.get(t, {}).get('kind', ''))}) · {e(s)}</figcaption>{svg[svg.find('<svg'):]}</figure>"
+        for (p, t, s), svg in sorted(svgs.items()) if p == ph)
+    w = data.get("workload") or {}
+    text = w.get("phase_text", "")
+    heading = e(text[:1].upper() + text[1:]) if ph else "Results"
+    return f"""<section class="phase" data-phase="{e(ph)}">
+<h2>{heading}</h2>
+<p class="summary"></p>
+<h3>Per target and side</h3>
+<table class="results"><tr><th>target</th><th>side</th><th>time</th><th>bound</th><th>kernels</th><th>compute/ memory/ schedule-bound</th><th>fused</th><th>chips</th><th>padding</th><th>main memory</th><th>fallbacks</th><th>files</th></tr>
+{''.join(rows)}</table>
+<h3>What the JAX path costs against the PyTorch path, by kind of kernel</h3>
+<table><tr><th>target</th><th>jax − torch</th></tr>{deltas}</table>
+<h3>Where the two IRs differ</h3>
+<table><tr><th>op</th><th>torch</th><th>jax</th></tr>{hist}</table>
+<ul>{segments}</ul>
+<h3>Rooflines</h3>
+{figures}
+</section>"""
+
+
+def render_html(comparisons: list[Comparison], svgs: dict[tuple[str, str, str], str], files: set[str] = frozenset()) -> str:
+    """A self-contained page (inline SVG rooflines, no network): what was compared, then for each
+    phase the results per target and side, what the difference between the paths costs, where the
+    IRs differ, and the rooflines. `svgs`: (phase, target, side) -> SVG text; `files`: the paths
+    written beside the page, relative to it, which the page links."""
+    e = html.escape
+    comparisons = list(comparisons)
+    first = comparisons[0].to_dict()
+    label = (first.get("workload") or {}).get("label") or first["name"]
+    sections = "\n".join(_phase_section(c, svgs, set(files)) for c in comparisons)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Landscape: {e(label)}</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; max-width: 1400px; }}
+table {{ border-collapse: collapse; margin: 8px 0 24px; }}
+td, th {{ border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }}
+td small {{ color: #666; }}
+table.results td {{ white-space: nowrap; }}
+tr.faster td.time {{ font-weight: bold; color: #0a6; }}
+tr.refused td {{ color: #a30; }}
+figure {{ display: inline-block; width: 560px; margin: 8px; }}
+figure svg {{ width: 100%; height: auto; }}
+</style></head>
+<body>
+<h1>{e(label[:1].upper() + label[1:])}: the PyTorch and JAX paths on {len(first["targets"])} targets</h1>
+{_opening(comparisons, set(files))}
+{sections}
+<script>
+(function () {{
+  document.querySelectorAll("section.phase").forEach(section => {{
+    const rows = Array.from(section.querySelectorAll("table.results tr[data-target]"));
+    const byTarget = {{}};
+    rows.forEach(r => (byTarget[r.dataset.target] = byTarget[r.dataset.target] || []).push(r));
+    let jaxFaster = 0;
+    Object.values(byTarget).forEach(pair => {{
+      if (pair.length !== 2) return;
+      const fast = pair.reduce((a, b) => (Number(a.dataset.time) <= Number(b.dataset.time) ? a : b));
+      fast.classList.add("faster");
+      if (fast.dataset.side === "jax") jaxFaster += 1;
+    }});
+    section.querySelector(".summary").textContent =
+      Object.keys(byTarget).length + " targets costed; the JAX path is faster on " + jaxFaster + " (in green).";
+  }});
+  document.body.dataset.ready = "1";
+}})();
+</script>
+</body></html>
+"""

@@ -1,0 +1,86 @@
+"""The lowering glue that the CLI and the benchmarks share: a catalogue entry or a published
+model lowered on one side, a StableHLO file read as a lowering, and a model's prefill and
+decode graphs lowered for serving. torch and jax are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+from reference.dtypes import FLOAT_DTYPES, get_dtype
+
+SIDES = ("torch", "jax")
+# predict's --precision, as canonical names of reference.dtypes (shown by their short names: bf16,
+# fp16, fp8, int8). A float type is what the model is lowered in; an 8-bit one means W8A8 on a
+# bfloat16 model: weights, KV cache and matmul inputs in 8 bits, everything else in bfloat16.
+PRECISIONS = ("bfloat16", "float16", "float8_e4m3fn", "int8")
+W8A8_BASE = "bfloat16"
+
+
+def precision_dtypes(precision: str) -> tuple[str, str | None]:
+    """(the dtype the model is lowered in, the MLIR type quantize_weights gives weights, KV cache
+    and matmul inputs, or None) for any spelling of a precision: "fp8" -> ("bfloat16", "f8E4M3FN").
+
+    Raises:
+        UnknownName: not one of PRECISIONS.
+    """
+    dtype = get_dtype(precision, PRECISIONS)
+    return (dtype.name, None) if dtype.name in FLOAT_DTYPES else (W8A8_BASE, dtype.mlir)
+
+
+def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: bool = False, flat: bool = False):
+    """Lower a catalogue entry or model on one side; returns a `reference.lowering.Lowering`.
+
+    Published models lower regionally (embedding, one block called `layers` times, head) unless
+    `flat`; kernels and the `decoder` entry lower flat. The xla stage needs a flat lowering.
+
+    Raises:
+        UnknownName, InvalidShape: bad name or shapes.
+        LoweringFailed: the framework's compiler failed.
+    """
+    from reference.catalogue import get_entry
+
+    entry = get_entry(name)
+    resolved = entry.resolve(shapes)
+    entry.check_dtype(dtype)
+    regional = entry.kind == "model" and not flat and not compile_xla
+    if side == "torch":
+        from pytorch_side.lower import lower_entry, lower_regional
+
+        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
+    from jax_side.lower import lower_entry, lower_regional
+
+    if regional:
+        return lower_regional(entry.name, resolved, dtype)
+    return lower_entry(entry.name, resolved, dtype, compile_xla=compile_xla)
+
+
+def lowering_from_file(path: str):
+    from pathlib import Path
+
+    from reference.errors import MalformedInput
+    from reference.ir import parse_stablehlo, verify
+    from reference.lowering import Lowering
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise MalformedInput(f"cannot read {path}: {err.strerror}") from None
+    return Lowering("file", Path(path).stem, {"stablehlo": text}, verify(parse_stablehlo(text)))
+
+
+def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, output_len: int, precision: str = "bf16"):
+    """(prefill IR, decode IR, KV-cache bytes) of a published model, as `predict_inference` takes them.
+
+    The decode step runs against a cache of input + output tokens; fp8 and int8 go through
+    `quantize_weights` (weights, KV cache and matmul inputs in 8 bits).
+    """
+    from hardware_models.passes.quantize_weights import quantize_weights
+    from reference.models import get_model
+
+    dtype, eight_bit = precision_dtypes(precision)
+    tokens = input_len + output_len
+    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
+    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
+    if eight_bit:
+        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
+    cache_bytes = get_model(model_name).kv_cache_bytes(batch, tokens, get_dtype(precision).bytes)
+    return prefill, decode, cache_bytes

@@ -1,0 +1,123 @@
+"""What `landscape compare` compares, stated once: the entry, its shapes, the dtype, the phase and
+each side's compiler. The terminal title, report.json and report.html all print this record.
+
+The default is a realistic workload, not a toy: one Llama-3.1-8B layer (the catalogue's `block`
+at llama-3.1-8b's published dimensions: 32 heads of 128, 8 KV heads, d_ff 14336), in bfloat16,
+run twice: a prefill of 2048 tokens (large matmuls, compute-bound) and one decode step against a
+2048-token KV cache (weights streamed for one token, memory-bound), where the small kernels show
+what launching, filling and draining cost (schedule-bound). Names, shapes and the dtype are
+checked here, before torch or jax is imported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_MODEL = "llama-3.1-8b"  # its layer is the default workload
+DEFAULT_TOKENS = 2048  # prefill length, and the decode step's KV-cache length
+PHASES = ("prefill", "decode")
+# How each side's program reaches StableHLO (pytorch_side/lower.py, jax_side/lower.py).
+COMPILERS = {"torch": "torch.export → torch-mlir → StableHLO", "jax": "jax.jit → StableHLO"}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One program both sides lower: a catalogue entry at resolved shapes, a dtype and a phase.
+
+    Attributes:
+        entry: the catalogue entry lowered ("block").
+        label: how the report names it ("one llama-3.1-8b layer", or the entry's name).
+        dtype: the canonical dtype ("bfloat16").
+        shapes: the resolved shape parameters, mode included where the entry has one.
+        phase: "prefill", "decode", or None for an entry without phases (a kernel such as mlp).
+    """
+
+    entry: str
+    label: str
+    dtype: str
+    shapes: dict = field(default_factory=dict)
+    phase: str | None = None
+
+    def phase_text(self) -> str:
+        """The phase in words: 'prefill of 2048 tokens', 'decode: 1 token against a 2048-token KV cache'."""
+        s = self.shapes
+        batch = f"{s['batch']} × " if s.get("batch", 1) != 1 else ""
+        if self.phase == "prefill":
+            return f"prefill of {batch}{s['seq']} tokens"
+        if self.phase == "decode":
+            return f"decode: {batch}1 new token against a {s['seq']}-token KV cache ({s['seq'] - 1} past + the new one)"
+        return "no phase (a kernel)"
+
+    def shape_text(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.shapes.items() if k != "mode")
+
+    def title(self) -> str:
+        """One line: what, in which dtype, which phase."""
+        what = self.label if self.label == self.entry else f"{self.label} ({self.entry})"
+        return f"{what}, {self.dtype}, {self.phase_text()}; {self.shape_text()}"
+
+    def to_dict(self) -> dict:
+        return {"entry": self.entry, "label": self.label, "dtype": self.dtype, "shapes": dict(self.shapes),
+                "phase": self.phase, "phase_text": self.phase_text(), "compilers": dict(COMPILERS)}
+
+
+def default_layer_shapes() -> dict:
+    """The `block` entry's shapes for one layer of DEFAULT_MODEL, at DEFAULT_TOKENS tokens."""
+    from reference.models import get_model
+
+    cfg = get_model(DEFAULT_MODEL)
+    return {"batch": 1, "seq": DEFAULT_TOKENS, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
+            "head_dim": cfg.head_dim, "d_ff": cfg.d_ff, "style": cfg.style}
+
+
+def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str = "both") -> list[Workload]:
+    """The workloads `compare` runs, checked without importing torch or jax.
+
+    Args:
+        name: a catalogue entry or model; None for the default (one Llama-3.1-8B layer).
+        overrides: `--shape` values, applied on top of the defaults.
+        dtype: a canonical dtype name.
+        phase: "prefill", "decode" or "both"; ignored for an entry without a mode, and a
+            `--shape mode=...` override picks one phase.
+
+    Raises:
+        UnknownName, InvalidShape, UnsupportedDtype: a bad name, shape or dtype.
+    """
+    from reference.catalogue import get_entry
+
+    entry = get_entry(name or "block")
+    base = default_layer_shapes() if name is None else {}
+    label = f"one {DEFAULT_MODEL} layer" if name is None else entry.name
+    if not any(p.name == "mode" for p in entry.params):
+        phases: tuple[str | None, ...] = (None,)
+    elif "mode" in overrides:
+        phases = (entry.param("mode").parse(entry.name, overrides["mode"]),)
+    else:
+        phases = PHASES if phase == "both" else (phase,)
+    entry.check_dtype(dtype)
+    out = []
+    for ph in phases:
+        shapes = entry.resolve({**base, **overrides, **({"mode": ph} if ph else {})})
+        out.append(Workload(entry.name, label, dtype, shapes, ph))
+    return out
+
+
+def compare_workload(workload: Workload, targets: list, chips: int | None = None, compile_xla: bool = False,
+                     progress=None):
+    """Lower the workload on both sides and compare the two programs on every target.
+
+    Returns:
+        (hardware_models.compare.Comparison, {side: Lowering}).
+    """
+    from hardware_models.compare import compare_lowerings
+    from landscape.serving import SIDES, lower_named
+
+    lowered = {}
+    for side in SIDES:
+        lowered[side] = lower_named(workload.entry, side, workload.shapes, workload.dtype,
+                                    compile_xla=compile_xla and side == "jax")
+        if progress:
+            progress(f"lowered {side}")
+    result = compare_lowerings(lowered["torch"], lowered["jax"], targets, workload.entry, chips,
+                               progress=progress, workload=workload.to_dict())
+    return result, lowered

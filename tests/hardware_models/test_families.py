@@ -1,0 +1,151 @@
+"""The family registry: one module and one target file add a family, and nothing else changes;
+the plan verifier names a pass that breaks a plan; assumed policies are knobs of the files."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pathlib
+from dataclasses import replace
+
+import pytest
+
+from hardware_models import families as registry
+from hardware_models.cost.roofline import ceilings
+from hardware_models.estimate import estimate
+from hardware_models.families import BUILTIN, Family, families, get_family, representative_targets
+from hardware_models.pipelines import compile_plan
+from hardware_models.plan import Group
+from hardware_models.target import get_target, load_target_file, load_targets
+from hardware_models.trace import check_traceable, scheduled
+from hardware_models.verify_plan import InvalidPlan
+from reference.errors import UnknownName
+from tests.hardware_models.programs import elementwise, linear_gelu, program, t
+
+TOY_DIR = pathlib.Path(__file__).with_name("toy")
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """The toy family registered (by importing its one module) and its one target file loaded."""
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry.families()))
+    importlib.reload(importlib.import_module("tests.hardware_models.toy.toy_family"))
+    return load_target_file(TOY_DIR / "toy.toml")
+
+
+def gemm(m: int, n: int, k: int, dtype: str = "f32"):
+    a, b, c = t((m, k), dtype), t((k, n), dtype), t((m, n), dtype)
+    return program({"a": a, "b": b}, [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"], "%0", c)
+
+
+def test_a_toy_family_compiles_and_costs_from_one_module_and_one_file(toy):
+    """Worked number (toy_family.py): f32 65 x 63 by 64 pads to 72 x 64 tiles of 8: 2 * 72 * 64 * 64
+    = 589,824 padded FLOPs at 1e12 = 0.590 us; DRAM 4 * (65*64 + 64*63 + 65*63) = 49,148 B at
+    1e11 = 0.491 us; + 1 us launch = 1.590 us."""
+    assert toy.family == "toy" and toy.main_memory_level == "dram" and toy.peak_16bit_flop_per_s == 1e12
+    result = estimate(gemm(65, 63, 64), toy)
+    (g,) = result.groups
+    assert g.cost.bytes_at("dram") == 49_148
+    assert g.cost.time_s == pytest.approx(589_824 / 1e12 + 1e-6)
+    assert g.cost.schedule_s == pytest.approx(g.cost.time_s - 2 * 65 * 63 * 64 / 1e12)
+    assert ceilings(toy) == ({"vector": 1e12}, {"DRAM": 1e11})
+    assert not scheduled("toy")
+    with pytest.raises(UnknownName, match="static schedule"):
+        check_traceable(toy)
+
+
+def test_the_toy_family_is_listed_only_while_registered(toy):
+    assert "toy" in families() and get_family("toy").describe() == "Example vector chip"
+    assert representative_targets() == tuple(get_family(f).representative for f in BUILTIN)
+
+
+def test_every_builtin_family_has_its_representative_target_and_files_of_its_family():
+    targets = load_targets()
+    assert list(families())[: len(BUILTIN)] == list(BUILTIN)
+    for name in BUILTIN:
+        assert targets[get_family(name).representative].family == name
+    assert {t.family for t in targets.values()} == set(BUILTIN)
+
+
+def test_no_module_outside_the_families_branches_on_a_family_name():
+    """Nothing else names a family: a comparison of `.family` with a literal, or a table keyed by
+    family names, belongs in the family's module."""
+    offenders = []
+    for path in [*sorted((ROOT / "hardware_models").rglob("*.py")), *sorted((ROOT / "landscape").rglob("*.py"))]:
+        if "families" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(isinstance(n, ast.Attribute) and n.attr == "family" for n in [node.left, *node.comparators]):
+                offenders.append(f"{path.name}:{node.lineno} compares .family")
+            if isinstance(node, ast.Dict) and sum(isinstance(k, ast.Constant) and k.value in BUILTIN for k in node.keys) >= 2:
+                offenders.append(f"{path.name}:{node.lineno} keys a table by family")
+    assert offenders == []
+
+
+def _break(family: Family, step, name: str) -> Family:
+    return registry.register(replace(family, name=name, pipeline=family.pipeline + (step,)))
+
+
+def test_a_pass_that_puts_an_op_in_two_groups_is_named_by_the_verifier(toy, monkeypatch):
+    def duplicate_a_member(module, plan, target):
+        first = plan.groups[0]
+        return plan.with_(groups=plan.groups + (Group(len(plan.groups), "fusion", first.members, first.instance, 1),))
+
+    _break(get_family("toy"), duplicate_a_member, "toy-broken")
+    with pytest.raises(InvalidPlan, match=r"after pass duplicate_a_member: op \d+ .* is in g0 and g1"):
+        compile_plan(elementwise(64), replace(toy, family="toy-broken"))
+
+
+def test_a_pass_that_uncovers_a_tile_is_named_by_the_verifier(toy):
+    def shrink_padding(module, plan, target):
+        (gid, tiling), = plan.tilings.items()
+        return plan.with_(tilings={gid: replace(tiling, padded=(1, 1, 1))})
+
+    _break(get_family("toy"), shrink_padding, "toy-shrunk")
+    with pytest.raises(InvalidPlan, match="after pass shrink_padding: g0's padded extents"):
+        compile_plan(gemm(65, 63, 64), replace(toy, family="toy-shrunk"))
+
+
+def test_a_pass_that_overfills_a_level_is_named_by_the_verifier(toy):
+    def keep_everything(module, plan, target):
+        graph = plan.value_graph()
+        big = max(graph.types, key=lambda v: graph.nbytes(v))
+        return plan.with_(placements={g: replace(p, resident_inputs=(big,)) for g, p in plan.placements.items()})
+
+    _break(get_family("toy"), keep_everything, "toy-overfull")
+    with pytest.raises(InvalidPlan, match="after pass keep_everything: g0 keeps 4,194,304 B on chip, over the 1,048,576 B of cache"):
+        compile_plan(elementwise(1 << 20), replace(toy, family="toy-overfull"))
+
+
+def test_compile_plan_records_each_pass_with_its_wall_time():
+    plan = compile_plan(linear_gelu(64, 64, 64), get_target("h100"))
+    assert [p.name for p in plan.passes] == ["resolve_dtypes", "assign_groups", "fuse_elementwise", "shard_tensor_parallel", "pad_to_tiles", "place_buffers"]
+    assert all(p.seconds >= 0 for p in plan.passes)
+    lines = plan.render().splitlines()
+    assert lines[5].startswith("  pass pad_to_tiles: 2 groups, ") and lines[5].endswith(" ms")
+
+
+def test_the_l2_resident_fraction_is_a_knob_of_the_target_file():
+    """The share of L2 a producer's output may fill and still be read from L2 (was a constant in
+    place_buffers): at 0 nothing stays, so the second kernel reads its input from HBM."""
+    h100 = get_target("h100")
+    chain = linear_gelu(256, 256, 256)  # the GEMM's output feeds the epilogue kernel right after it
+    kept = compile_plan(chain, h100)
+    evicted = compile_plan(chain, h100.with_overrides({"levels.l2.resident_fraction": 1e-9}))
+    hbm = lambda plan: sum(p.at("hbm") for p in plan.placements.values())  # noqa: E731
+    assert any(p.resident_inputs for p in kept.placements.values())
+    assert not any(p.resident_inputs for p in evicted.placements.values())
+    assert hbm(evicted) > hbm(kept)
+
+
+def test_the_vmem_buffer_split_is_a_knob_of_the_target_file():
+    """A GEMM stays whole in VMEM when its operands fit beside the double buffers (was a halving
+    in pad_to_tiles): bf16 6144 x 128 by 128 x 6144 needs 75 MiB, over half of v5e's 128 MiB
+    and under 80% of it."""
+    tpu = get_target("tpu-v5e")
+    module = gemm(6144, 6144, 128, "bf16")
+    halved = compile_plan(module, tpu).tilings
+    roomy = compile_plan(module, tpu.with_overrides({"levels.vmem.buffer_fraction": 0.2})).tilings
+    assert next(iter(halved.values())).block != (6144, 6144)
+    assert next(iter(roomy.values())).block == (6144, 6144)
