@@ -48,6 +48,9 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
         for g in plan.groups
     )
     notes = plan.notes
+    if not groups:
+        notes += ("the program has no kernels: it returns its arguments or constants (a copy that XLA or "
+                  "torch-mlir turned into an alias), so nothing runs on the target and its time is 0",)
     fallbacks = [g for g in groups if g.kind == "fallback"]
     if fallbacks:
         spent = sum(g.cost.time_s * g.repeats for g in fallbacks)

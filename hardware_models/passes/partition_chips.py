@@ -7,7 +7,9 @@ weights, inputs, a KV cache; a regional block's weights once per layer — in SR
     tensor_parallel = ceil(one layer's weights / usable SRAM)   (chips that share each layer)
     stages          = ceil(chips / tensor_parallel)              (layer groups in a pipeline)
 
-and adds the chip-to-chip traffic as transfer groups: a hop of the hidden state between
+--chips N may spread the program wider, up to tensor_parallel x the layers (a regional model;
+the kernels of a flat program): a stage holds one layer at the least. It then adds the
+chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
 hidden state per layer (after attention and after the MLP). Their times are in cost/lpu.py.
 Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB per chip that is
@@ -34,6 +36,12 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     if plan.requested_chips is not None:
         if plan.requested_chips < chips:
             raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")
+        stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
+        most = tensor_parallel * stages
+        if plan.requested_chips > most:
+            raise InvalidShape(target.name, "chips", plan.requested_chips,
+                               f"at most {most}: {tensor_parallel} per layer x {stages} pipeline stages, one "
+                               + ("layer" if footprint.regional else "kernel") + " each at the least")
         chips = plan.requested_chips
     partition = Partition(chips, tensor_parallel, needed, usable, footprint.hidden_bytes, footprint.layers)
     if chips == 1:

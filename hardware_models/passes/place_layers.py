@@ -15,7 +15,8 @@ through every region in turn, without the overlap of token chunks in flight on d
 regions, so prefill times are an upper bound.
 
 When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
-compiler chooses the cheaper of two ways, per pass through the program, and says which:
+compiler chooses the cheaper of two ways, per pass through the program, and says which (--chips
+N forces N wafers, at most one per layer of a regional model, one per kernel of a flat one):
     split over W = ceil(bytes / usable SRAM) wafers: (W - 1) x (hop latency + hidden state / link)
     weight streaming from MemoryX on one wafer: all weight bytes / system I/O bandwidth
 Bytes per level: sram (each kernel's operands and results), fabric (what it sends on), memoryx
@@ -49,6 +50,11 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
         if 1 < plan.requested_chips < wafers:
             raise InvalidShape(target.name, "chips", plan.requested_chips,
                                f"the arguments need {wafers} wafers split, or 1 with weights streamed")
+        most = layers if footprint.regional else max(1, len(plan.groups))
+        if plan.requested_chips > most:
+            raise InvalidShape(target.name, "chips", plan.requested_chips,
+                               f"at most {most}: a pipeline over wafers puts one " + ("layer" if footprint.regional else "kernel")
+                               + " on a wafer at the least")
         streaming = wafers > 1 and plan.requested_chips == 1
         wafers = plan.requested_chips if not streaming else wafers
         split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)

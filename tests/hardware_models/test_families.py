@@ -149,3 +149,10 @@ def test_the_vmem_buffer_split_is_a_knob_of_the_target_file():
     roomy = compile_plan(module, tpu.with_overrides({"levels.vmem.buffer_fraction": 0.2})).tilings
     assert next(iter(halved.values())).block != (6144, 6144)
     assert next(iter(roomy.values())).block == (6144, 6144)
+
+
+def test_a_program_with_no_kernels_costs_nothing_and_says_why():
+    v = t((65,), "f16")
+    result = estimate(program({"a": v}, [], "%a", v), get_target("spyre"))
+    assert result.groups == () and result.total.time_s == 0
+    assert any("no kernels" in n for n in result.notes)
