@@ -49,12 +49,13 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
     )
     notes = plan.notes
     if not groups:
-        notes += ("the program has no kernels: it returns its arguments or constants (a copy that XLA or "
-                  "torch-mlir turned into an alias), so nothing runs on the target and its time is 0",)
+        notes += ("the program has no kernels, so nothing runs on the target and its time is 0: it returns its "
+                  "arguments or constants (a copy that XLA or torch-mlir turned into an alias) or works on empty tensors only",)
     fallbacks = [g for g in groups if g.kind == "fallback"]
     if fallbacks:
         spent = sum(g.cost.time_s * g.repeats for g in fallbacks)
         total = sum(g.cost.time_s * g.repeats for g in groups)
         names = sorted({op for g in fallbacks for op in g.ops})
-        notes += (f"host fallbacks ({', '.join(names)}) take {spent * 1e3:.3f} ms, {spent / total:.1%} of the total",)
+        share = f"{spent / total:.1%} of the total" if total else "the whole of a program that takes no time"
+        notes += (f"host fallbacks ({', '.join(names)}) take {spent * 1e3:.3f} ms, {share}",)
     return Estimate(target.name, name, groups, notes)

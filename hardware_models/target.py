@@ -214,24 +214,29 @@ class Target:
         }
 
 
-# A quantity's domain follows from its key. A fraction (a share, an efficiency) lies in (0, 1]; a
-# count (a [chip] quantity that is not a rate or a clock, a latency in cycles, a number of links)
-# is a whole number in [1, 1e12]; everything else (a rate, a size, a time) lies in [1e-12, 1e21]:
-# wider than any chip's (a picosecond to a zettabyte per second), narrow enough that no product
-# or quotient of two of them overflows a float or loses it to a subnormal.
+# A quantity's domain follows from its key. A fraction (a share, an efficiency) lies in [1e-6, 1];
+# a count (a [chip] quantity that is not a rate or a clock, a latency in cycles, a number of
+# links) is a whole number in [1, 1e12]; a memory size (a level's bytes) lies in [1, 1e21] bytes;
+# everything else (a rate, a time) lies in [1e-12, 1e21]: wider than any chip's (a picosecond
+# to a zettabyte per second), narrow enough that no product or quotient of two of them
+# overflows a float or loses it to a subnormal.
 RATE_SUFFIXES = ("_hz", "_per_s", "_per_s_per_core", "_per_s_per_link")
 POSITIVE_RANGE = (1e-12, 1e21)
+FRACTION_RANGE = (1e-6, 1.0)
+SIZE_RANGE = (1.0, 1e21)
 MAX_COUNT = 1e12
 
 
 def domain(key: str) -> str:
-    """"fraction", "count" or "positive": the values a quantity may take (see above)."""
+    """"fraction", "count", "size" or "positive": the values a quantity may take (see above)."""
     name = key.rsplit(".", 1)[-1]
     if name.endswith("_fraction") or name.endswith("efficiency"):
         return "fraction"
     section = key.split(".", 1)[0]
     if name.endswith("_cycles") or name.endswith("_links") or (section == "chip" and not name.endswith(RATE_SUFFIXES)):
         return "count"
+    if section == "levels" and name.endswith("bytes"):
+        return "size"
     return "positive"
 
 
@@ -242,8 +247,10 @@ def domain_problem(key: str, value: object) -> str | None:
     if not math.isfinite(value) or value <= 0:
         return f"value must be a finite number > 0, got {value!r}"
     kind = domain(key)
-    if kind == "fraction" and value > 1:
-        return f"a fraction lies in (0, 1], got {value!r}"
+    if kind == "fraction" and not FRACTION_RANGE[0] <= value <= FRACTION_RANGE[1]:
+        return f"a fraction lies in [{FRACTION_RANGE[0]:g}, 1], got {value!r}"
+    if kind == "size" and not SIZE_RANGE[0] <= value <= SIZE_RANGE[1]:
+        return f"a memory size lies in [1, {SIZE_RANGE[1]:g}] bytes, got {value!r}"
     if kind == "count" and (value != int(value) or value > MAX_COUNT):
         return f"a count is a whole number in [1, {MAX_COUNT:g}], got {value!r}"
     lo, hi = POSITIVE_RANGE

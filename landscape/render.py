@@ -31,7 +31,7 @@ def xla_text(text: str, verbose: bool = False) -> str:
     return re.sub(r"\n{3,}", "\n\n", "".join(out))
 
 
-def render_estimate(result) -> None:
+def render_estimate(result, extra_notes=()) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -57,7 +57,7 @@ def render_estimate(result) -> None:
         f"{by_level}; utilization {data['utilization']:.1%}"
     )
     console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
-    for note in data["notes"]:
+    for note in [*data["notes"], *extra_notes]:
         console.print(escape(f"note: {note}"))
 
 
@@ -94,7 +94,8 @@ def _workload_lines(data: dict) -> list[str]:
     what = w["label"] if w["label"] == w["entry"] else f"{w['label']} (catalogue entry {w['entry']})"
     shapes = " ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
     return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
-            "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items())]
+            "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items()),
+            *(f"note: {note}" for note in w.get("notes", []))]
 
 
 def render_comparison(results) -> None:
@@ -204,5 +205,7 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
         f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}\n"
         f"  KV cache              {format_bytes(data['kv_cache_bytes']):>10} in {data['kv_cache_location']}"
     )
+    for note in data.get("notes", []):
+        click.echo(f"  note: {note}")
     for phase, note in prediction_notes(data):
         click.echo(f"  note ({phase}): {note}")

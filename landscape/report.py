@@ -18,12 +18,12 @@ and at the top:
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 from hardware_models.compare import Comparison
 from hardware_models.cost.roofline import schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
+from landscape.outputs import dump_json
 from landscape.render import bound_counts, xla_text
 from landscape.roofline_plot import plot_roofline
 from landscape.units import format_bytes, format_percent, format_seconds
@@ -81,9 +81,9 @@ def write_report(comparisons: list[tuple[Comparison, dict]], targets: list, out_
             written.extend(figures)
             svgs[(phase_dir(result), target_name, side)] = figures[1].read_text()
             if scheduled(target.family):
-                write(base / "traces" / f"{target_name}.{side}.json", json.dumps(chrome_trace(side_result.plan, target), sort_keys=True))
+                write(base / "traces" / f"{target_name}.{side}.json", dump_json(chrome_trace(side_result.plan, target), indent=None))
     data = {"comparisons": [result.to_dict() for result, _ in comparisons]}
-    write(root / "report.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write(root / "report.json", dump_json(data) + "\n")
     files = {p.relative_to(root).as_posix() for p in written}
     write(root / "report.html", render_html([result for result, _ in comparisons], svgs, files))
     return written
@@ -164,6 +164,7 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
     heading = e(text[:1].upper() + text[1:]) if ph else "Results"
     return f"""<section class="phase" data-phase="{e(ph)}">
 <h2>{heading}</h2>
+{''.join(f"<p class='note'>Note: {e(n)}</p>" for n in w.get("notes", []))}
 <p class="summary"></p>
 <h3>Per target and side</h3>
 <table class="results"><tr><th>target</th><th>side</th><th>time</th><th>bound</th><th>kernels</th><th>compute/ memory/ schedule-bound</th><th>fused</th><th>chips</th><th>padding</th><th>main memory</th><th>fallbacks</th><th>files</th></tr>

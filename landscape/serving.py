@@ -54,17 +54,23 @@ def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: boo
 
 
 def lowering_from_file(path: str):
+    """A StableHLO text file as a `reference.lowering.Lowering` (side "file", named by the file's
+    stem), verified. The file is read defensively (`reference.ir.limits`): a regular file or a
+    pipe, at most 64 MiB, UTF-8; nesting and recursion are refused before anything walks the IR.
+
+    Raises:
+        MalformedInput: the file cannot be read, is a directory or a device, or is too large.
+        MalformedIR: not UTF-8 (naming the offset of the first bad byte), not StableHLO (MLIR's
+            line and column), nested too deep, recursive, or breaking a shape rule.
+    """
     from pathlib import Path
 
-    from reference.errors import MalformedInput
     from reference.ir import parse_stablehlo, verify
+    from reference.ir.limits import read_stablehlo_file
     from reference.lowering import Lowering
 
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise MalformedInput(f"cannot read {path}: {err.strerror}") from None
-    return Lowering("file", Path(path).stem, {"stablehlo": text}, verify(parse_stablehlo(text)))
+    text = read_stablehlo_file(path)
+    return Lowering("file", Path(path).stem or "file", {"stablehlo": text}, verify(parse_stablehlo(text)))
 
 
 def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, output_len: int, precision: str = "bf16"):

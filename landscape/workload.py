@@ -30,6 +30,7 @@ class Workload:
         dtype: the canonical dtype ("bfloat16").
         shapes: the resolved shape parameters, mode included where the entry has one.
         phase: "prefill", "decode", or None for an entry without phases (a kernel such as mlp).
+        notes: what the output must say about the workload (a length beyond the model's context).
     """
 
     entry: str
@@ -37,6 +38,7 @@ class Workload:
     dtype: str
     shapes: dict = field(default_factory=dict)
     phase: str | None = None
+    notes: tuple[str, ...] = ()
 
     def phase_text(self) -> str:
         """The phase in words: 'prefill of 2048 tokens', 'decode: 1 token against a 2048-token KV cache'."""
@@ -58,7 +60,8 @@ class Workload:
 
     def to_dict(self) -> dict:
         return {"entry": self.entry, "label": self.label, "dtype": self.dtype, "shapes": dict(self.shapes),
-                "phase": self.phase, "phase_text": self.phase_text(), "compilers": dict(COMPILERS)}
+                "phase": self.phase, "phase_text": self.phase_text(), "compilers": dict(COMPILERS),
+                "notes": list(self.notes)}
 
 
 def default_layer_shapes() -> dict:
@@ -70,35 +73,50 @@ def default_layer_shapes() -> dict:
             "head_dim": cfg.head_dim, "d_ff": cfg.d_ff, "style": cfg.style}
 
 
-def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str = "both") -> list[Workload]:
+def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | None = None,
+                   allow_beyond_context: bool = False) -> list[Workload]:
     """The workloads `compare` runs, checked without importing torch or jax.
 
     Args:
         name: a catalogue entry or model; None for the default (one Llama-3.1-8B layer).
         overrides: `--shape` values, applied on top of the defaults.
         dtype: a canonical dtype name.
-        phase: "prefill", "decode" or "both"; ignored for an entry without a mode, and a
-            `--shape mode=...` override picks one phase.
+        phase: "prefill", "decode" or "both"; None (not given) is "both" where the entry has a
+            mode. A `--shape mode=...` override picks one phase.
+        allow_beyond_context: accept a model's `seq` beyond its context length (for the default
+            workload, llama-3.1-8b's), with a note in each workload; refused otherwise.
 
     Raises:
         UnknownName, InvalidShape, UnsupportedDtype: a bad name, shape or dtype.
+        MalformedInput: prefill or decode asked of an entry without phases, or a --phase that
+            contradicts `--shape mode=...`.
+        BeyondContext: seq beyond the model's context without allow_beyond_context.
     """
     from reference.catalogue import get_entry
+    from reference.errors import MalformedInput
+    from reference.models import context_check
 
     entry = get_entry(name or "block")
     base = default_layer_shapes() if name is None else {}
     label = f"one {DEFAULT_MODEL} layer" if name is None else entry.name
     if not any(p.name == "mode" for p in entry.params):
+        if phase in PHASES:
+            raise MalformedInput(f"{entry.name} has no phases (no mode parameter), so --phase {phase} does not apply; "
+                                 f"phases exist for block, decoder and the models")
         phases: tuple[str | None, ...] = (None,)
     elif "mode" in overrides:
         phases = (entry.param("mode").parse(entry.name, overrides["mode"]),)
+        if phase in PHASES and phase != phases[0]:
+            raise MalformedInput(f"--phase {phase} contradicts --shape mode={phases[0]}; give one of them")
     else:
-        phases = PHASES if phase == "both" else (phase,)
+        phases = PHASES if phase in (None, "both") else (phase,)
     entry.check_dtype(dtype)
     out = []
     for ph in phases:
         shapes = entry.resolve({**base, **overrides, **({"mode": ph} if ph else {})})
-        out.append(Workload(entry.name, label, dtype, shapes, ph))
+        model = entry.name if entry.kind == "model" else DEFAULT_MODEL if name is None else None
+        note = context_check(model, shapes["seq"], f"seq={shapes['seq']}", "--shape seq", allow_beyond_context) if model else None
+        out.append(Workload(entry.name, label, dtype, shapes, ph, (note,) if note else ()))
     return out
 
 

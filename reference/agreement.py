@@ -9,17 +9,24 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import math
+import os
+
 import numpy as np
 
 from reference.catalogue import get_entry
+from reference.dtypes import numpy_dtype
 from reference.errors import InvalidShape, TooLargeToRun
-from reference.inputs import Case, make_case
-from reference.spec import Value
+from reference.inputs import Case, check_seed, make_case
+from reference.spec import Entry, Value
 from reference.tolerance import CROSS_SIDE_FACTOR, Tolerance, tolerance_for
 
 # Numerical runs hold the weights three times (float64 reference, PyTorch, JAX); 150M
 # parameters keeps that near 2.4 GB and admits gpt2-small (124M). Lowering needs no weights.
 RUN_PARAMETER_LIMIT = 150_000_000
+# What PyTorch and JAX themselves take once imported (about 0.6 GB resident measured; rounded up).
+FRAMEWORK_BYTES = 1_000_000_000
+SIDE_ELEMENT_BYTES = 4  # a side holds its tensors in at most float32 (16-bit sides accumulate in it)
 
 Outputs = tuple[np.ndarray, ...]
 Runner = Callable[[Case], Outputs]
@@ -38,7 +45,10 @@ class ErrorStats:
         return bool(self.max_abs <= self.bound)
 
     def to_dict(self) -> dict:
-        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "bound": self.bound, "ok": self.ok}
+        """JSON-ready; an error that is not finite (a side returned NaN or infinity, or a nonzero
+        error against an all-zero reference) is null, never NaN or Infinity, and `ok` is false."""
+        finite = lambda v: v if math.isfinite(v) else None  # noqa: E731
+        return {"max_abs": finite(self.max_abs), "max_rel": finite(self.max_rel), "bound": self.bound, "ok": self.ok}
 
 
 def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance) -> ErrorStats:
@@ -82,6 +92,7 @@ class Agreement:
     tolerance: Tolerance
     reference: Outputs = field(default=(), repr=False, compare=False)
     outputs: Mapping[str, Outputs] = field(default_factory=dict, repr=False, compare=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -96,6 +107,7 @@ class Agreement:
             "errors": {k: v.to_dict() for k, v in self.errors.items()},
             "tolerance": {**self.tolerance.to_dict(), "cross_side_factor": CROSS_SIDE_FACTOR},
             "ok": self.ok,
+            "notes": list(self.notes),
         }
 
 
@@ -115,6 +127,68 @@ def compare_outputs(name: str, dtype: str, reference: Outputs, sides: Mapping[st
         for b in names[i + 1 :]:
             errors[f"{a}_vs_{b}"] = error_stats(sides[a], sides[b], tol.widened(CROSS_SIDE_FACTOR))
     return Agreement(name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol, reference, dict(sides))
+
+
+def run_memory_bytes(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> int:
+    """An estimate of the memory a numerical run of `entry` at resolved `shapes` takes, simple but
+    honest (an upper-side estimate, not a measurement):
+
+        bytes = (b + 8 + 2 * 4) * N_io + (8 + 2 * 4 + 16) * N_big + FRAMEWORK_BYTES
+
+    where N_io is the element count of the inputs and weights, N_big that of the outputs and the
+    largest intermediates (`Entry.largest`; the largest input when the entry declares none) and b the
+    dtype's bytes: the case holds inputs and weights in the dtype (b); the float64 reference widens
+    them and computes its outputs and intermediates in float64 (8); each of the two sides holds its
+    own copy of all of them in at most float32 (2 * 4); the comparison widens each output to float64
+    and takes a difference (16); and PyTorch and JAX take about a gigabyte themselves.
+    """
+    b = np.dtype(numpy_dtype(dtype)).itemsize
+    specs = {**entry.inputs(shapes), **entry.weights(shapes)}
+    n_io = sum(math.prod(s.shape) for s in specs.values())
+    big = entry.largest(shapes).values() if entry.largest else [max((s.shape for s in specs.values()), key=math.prod, default=())]
+    n_big = sum(math.prod(shape) for shape in big)
+    return (b + 8 + 2 * SIDE_ELEMENT_BYTES) * n_io + (8 + 2 * SIDE_ELEMENT_BYTES + 16) * n_big + FRAMEWORK_BYTES
+
+
+def available_memory_bytes() -> int | None:
+    """Memory this process can still take, read now: /proc/meminfo's MemAvailable (sysconf's
+    available pages elsewhere), capped by a cgroup v2 limit (memory.max - memory.current) when
+    one is set; None when the system does not say."""
+    available = None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    available = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            return None
+    try:
+        limit = open("/sys/fs/cgroup/memory.max").read().strip()
+        if limit != "max":
+            used = int(open("/sys/fs/cgroup/memory.current").read())
+            available = min(available, max(int(limit) - used, 0))
+    except (OSError, ValueError):
+        pass
+    return available
+
+
+def check_run_memory(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> int:
+    """The run's memory estimate (`run_memory_bytes`), refused when it exceeds what is available.
+
+    Raises:
+        TooLargeToRun: with the estimate and the limit.
+    """
+    needed = run_memory_bytes(entry, shapes, dtype)
+    available = available_memory_bytes()
+    if available is not None and needed > available:
+        raise TooLargeToRun(entry.name, entry.n_weights(shapes), RUN_PARAMETER_LIMIT, needed_bytes=needed,
+                            available_bytes=available)
+    return needed
 
 
 def check_agreement(
@@ -137,14 +211,18 @@ def check_agreement(
 
     Raises:
         UnknownName, InvalidShape, UnsupportedDtype: bad input, one line each.
-        TooLargeToRun: more than RUN_PARAMETER_LIMIT weights.
+        TooLargeToRun: more than RUN_PARAMETER_LIMIT weights, or more memory than is available
+            (`run_memory_bytes`), refused before anything is allocated.
+        MalformedInput: a seed outside [0, 2**32-1].
     """
     entry = get_entry(name)
     resolved = entry.resolve(shapes)
     entry.check_dtype(dtype)
+    seed = check_seed(seed)
     n_params = entry.n_weights(resolved)
     if n_params > RUN_PARAMETER_LIMIT:
         raise TooLargeToRun(entry.name, n_params, RUN_PARAMETER_LIMIT)
+    check_run_memory(entry, resolved, dtype)
     case = make_case(entry, resolved, dtype, seed)
     outputs = {side: tuple(run(case)) for side, run in runners.items()}
     return compare_outputs(entry.name, dtype, case.reference(), outputs, shapes=resolved, seed=seed)

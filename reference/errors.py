@@ -50,14 +50,52 @@ class UnsupportedDtype(LandscapeError):
 
 
 class TooLargeToRun(LandscapeError):
-    """A numerical run whose weights would not fit the run budget."""
+    """A numerical run too large to hold: more weights than the run budget, or more memory than the
+    machine has available (estimated before anything is allocated)."""
 
-    def __init__(self, entry: str, n_params: int, limit: int):
+    def __init__(self, entry: str, n_params: int, limit: int, *, needed_bytes: int | None = None,
+                 available_bytes: int | None = None):
         self.entry, self.n_params, self.limit = entry, n_params, limit
-        super().__init__(
-            f"{entry}: {n_params:,} parameters is too large to run numerically "
-            f"(limit {limit:,}); choose fewer layers (--shape layers=N) or a smaller model such as tiny or gpt2-small"
-        )
+        self.needed_bytes, self.available_bytes = needed_bytes, available_bytes
+        if needed_bytes is None:
+            super().__init__(
+                f"{entry}: {n_params:,} parameters is too large to run numerically "
+                f"(limit {limit:,}); choose fewer layers (--shape layers=N) or a smaller model such as tiny or gpt2-small"
+            )
+        else:
+            super().__init__(
+                f"{entry}: a numerical run needs about {_bytes(needed_bytes)} (estimate: inputs, weights, outputs and "
+                f"the largest intermediate on the float64 reference and both sides), more than the {_bytes(available_bytes)} "
+                f"of memory available now; choose smaller shapes (--shape), or use estimate/compare, which need no arrays"
+            )
+
+
+def _bytes(n: int | None) -> str:
+    """Bytes with a decimal unit (reference/ cannot import landscape.units)."""
+    n = float(n or 0)
+    for unit in ("B", "kB", "MB", "GB", "TB", "PB", "EB"):
+        if abs(n) < 1000 or unit == "EB":
+            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1000
+    return f"{n:.3g} EB"  # pragma: no cover
+
+
+class BeyondContext(LandscapeError):
+    """A model asked for more tokens than its context length (max_position_embeddings).
+
+    `given` states what was asked ("--input-len 5000 + --output-len 256 = 5,256 tokens", "seq=5000"),
+    `knob` what to change ("--input-len + --output-len", "--shape seq"); `learned`: the model has
+    learned positions (GPT-2), so nothing can extend it.
+    """
+
+    def __init__(self, model: str, given: str, context: int, knob: str, learned: bool = False):
+        self.model, self.given, self.context, self.knob, self.learned = model, given, context, knob, learned
+        if learned:
+            advice = f"it has {context:,} learned positions, so no flag extends it; choose {knob} <= {context}"
+        else:
+            advice = f"choose {knob} <= {context}, or pass --allow-beyond-context to explore anyway"
+        super().__init__(f"{model}: {given} exceeds its context of {context:,} tokens "
+                         f"(max_position_embeddings in its config); {advice}")
 
 
 class MalformedInput(LandscapeError):
@@ -94,3 +132,17 @@ class BadTargetFile(LandscapeError):
     def __init__(self, path: object, key: str, expected: str):
         self.path, self.key, self.expected = str(path), key, expected
         super().__init__(f"{self.path}: field {key!r}: {expected}")
+
+
+class BadOutput(LandscapeError):
+    """An output path that cannot be written, a folder that already holds a report (without
+    --force), or a folder another run is writing (its lock is held)."""
+
+
+class NonFiniteResult(LandscapeError):
+    """A result field that is NaN or infinite: a bug upstream, refused rather than printed."""
+
+    def __init__(self, field: str, value: float):
+        self.field, self.value = field, value
+        super().__init__(f"result field {field!r} is {value!r}, not a finite number; this is a bug in the model "
+                         f"that produced it, so nothing was printed (please report it with the command line)")

@@ -9,7 +9,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from reference.dtypes import numpy_dtype
+from reference.errors import MalformedInput
 from reference.spec import Entry, TensorSpec, Value
+
+# The seeds `landscape run --seed` takes: numpy's generators accept any non-negative integer; we
+# keep to 32 bits, the range every framework's seed takes.
+SEED_RANGE = (0, 2**32 - 1)
+
+
+def check_seed(seed: object) -> int:
+    """The seed as an int in SEED_RANGE.
+
+    Raises:
+        MalformedInput: not an integer, or outside SEED_RANGE.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
+        raise MalformedInput(f"seed {seed!r} is invalid; a seed is an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (2**32-1)")
+    return int(seed)
 
 
 @dataclass(frozen=True)
@@ -70,6 +86,7 @@ def make_case(entry: Entry, shapes: Mapping[str, Value], dtype: str, seed: int =
         seed: the generator seed; the same seed gives the same arrays.
     """
     entry.check_dtype(dtype)
+    seed = check_seed(seed)
     inputs = {k: draw(s, _rng(seed, "input:" + k), dtype) for k, s in entry.inputs(shapes).items()}
     weights = {k: draw(s, _rng(seed, "weight:" + k), dtype) for k, s in entry.weights(shapes).items()}
     if entry.condition is not None:

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 
-from reference.errors import LandscapeError, UnknownName
+from reference.errors import BeyondContext, LandscapeError, UnknownName
 
 MODELS_FILE = Path(__file__).with_name("models.toml")
 
@@ -97,6 +97,27 @@ def get_model(name: str) -> ModelConfig:
     if name not in models:
         raise UnknownName("model", name, models)
     return models[name]
+
+
+def context_check(name: str, tokens: int, given: str, knob: str, allow: bool = False) -> str | None:
+    """Check `tokens` (prompt + generated, or a cache length) against the model's context length,
+    `max_positions` (max_position_embeddings in its published config; models.toml links it).
+
+    Returns None when they fit; with `allow` (`--allow-beyond-context`), a note for the output saying
+    the answer explores a length the model was not trained for.
+
+    Raises:
+        BeyondContext: beyond the context without `allow`, or beyond a table of learned positions
+            (GPT-2), which nothing can extend. `given` and `knob` word the message.
+    """
+    cfg = get_model(name)
+    if tokens <= cfg.max_positions:
+        return None
+    learned = not cfg.uses_rope
+    if learned or not allow:
+        raise BeyondContext(name, given, cfg.max_positions, knob, learned=learned)
+    return (f"beyond context: {given} exceeds {name}'s context of {cfg.max_positions:,} tokens; "
+            f"--allow-beyond-context explores a length the model was not trained for")
 
 
 def derived_ffn_width(d_model: int, multiple_of: int, ffn_dim_multiplier: float) -> int:

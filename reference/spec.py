@@ -6,6 +6,8 @@ An `Entry` is pure data plus pure functions. The PyTorch and JAX implementations
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Union
@@ -18,6 +20,13 @@ from reference.errors import InvalidShape, MalformedInput, UnknownName, Unsuppor
 Value = Union[int, str]
 Shapes = Mapping[str, Value]
 Arrays = Mapping[str, np.ndarray]
+
+# XLA and PyTorch compute a tensor's element and byte counts in int64 ("overflow in static extent
+# product", "Storage size calculation overflowed"): every extent, and every tensor's element count
+# times 8 bytes (the widest element, float64), must stay within it. Checked before lowering.
+INT64_MAX = 2**63 - 1
+WIDEST_ELEMENT_BYTES = 8
+_DECIMAL = re.compile(r"[+-]?[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -42,10 +51,19 @@ class Param:
             if str(raw) not in self.choices:
                 raise UnknownName(f"value for {entry} parameter {self.name}", str(raw), self.choices)
             return str(raw)
-        try:
+        if isinstance(raw, str):
+            text = raw.strip()
+            if not _DECIMAL.fullmatch(text):  # int() would also take "1_6", " 16 " and "١٦"
+                raise InvalidShape(entry, self.name, repr(raw), "expected an integer in plain decimal digits")
+            if len(text.lstrip("+-")) > 19:  # beyond int64, and before int()'s 4300-digit limit
+                raise InvalidShape(entry, self.name, text[:24] + "...", f"must be <= {INT64_MAX} (int64)")
+            value = int(text)
+        elif isinstance(raw, (int, np.integer)) and not isinstance(raw, bool):
             value = int(raw)
-        except (TypeError, ValueError):
-            raise InvalidShape(entry, self.name, raw, "expected an integer") from None
+        else:
+            raise InvalidShape(entry, self.name, repr(raw), "expected an integer")
+        if value > INT64_MAX:
+            raise InvalidShape(entry, self.name, value, f"must be <= {INT64_MAX} (int64)")
         if value < self.minimum:
             raise InvalidShape(entry, self.name, value, f"must be >= {self.minimum}")
         if value % self.multiple_of:
@@ -109,6 +127,10 @@ class Entry:
         condition: optional step that redraws inputs which would put a discrete decision
             (top-k routing) on a tie, so that rounding cannot flip it between sides.
         kind: "kernel" or "model".
+        largest: shapes -> the shapes of the outputs and of the largest intermediates the programs
+            hold beyond their inputs and weights (attention scores, an im2col copy, logits); None
+            when every tensor is the size of an input (elementwise ops, norms). Read by the int64
+            extent check and by the memory estimate of a numerical run.
     """
 
     name: str
@@ -122,6 +144,7 @@ class Entry:
     layout: str = ""
     condition: Condition | None = None
     kind: str = "kernel"
+    largest: Callable[[Shapes], dict[str, tuple[int, ...]]] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:
@@ -141,7 +164,29 @@ class Entry:
             shapes[key] = self.param(key).parse(self.name, raw)
         if self.check is not None:
             self.check(shapes)
+        self.check_extents(shapes)
         return shapes
+
+    def tensor_shapes(self, shapes: Shapes) -> dict[str, tuple[int, ...]]:
+        """Every tensor's shape at these shapes: inputs, weights, then `largest` (outputs and the
+        largest intermediates), keyed by name."""
+        out = {k: tuple(s.shape) for k, s in {**self.inputs(shapes), **self.weights(shapes)}.items()}
+        out.update(self.largest(shapes) if self.largest else {})
+        return out
+
+    def check_extents(self, shapes: Shapes) -> None:
+        """Every tensor's element count times 8 bytes fits in int64 (see INT64_MAX).
+
+        Raises:
+            InvalidShape: naming the tensor, its shape and the limit.
+        """
+        for name, shape in self.tensor_shapes(shapes).items():
+            elements = math.prod(shape)
+            if elements * WIDEST_ELEMENT_BYTES > INT64_MAX:
+                raise InvalidShape(
+                    self.name, f"tensor {name}", tuple(shape),
+                    f"its {elements:.3g} elements at up to {WIDEST_ELEMENT_BYTES} bytes each exceed int64 "
+                    f"(2**63-1 = {INT64_MAX}), the limit of XLA's and PyTorch's size arithmetic; choose smaller shapes")
 
     def check_dtype(self, dtype: str) -> str:
         if dtype not in self.dtypes:
@@ -157,18 +202,21 @@ def no_weights(_: Shapes) -> dict[str, TensorSpec]:
     return {}
 
 
-def parse_assignments(items: list[str] | tuple[str, ...]) -> dict[str, str]:
+def parse_assignments(items: list[str] | tuple[str, ...], option: str = "--shape") -> dict[str, str]:
     """Parse command-line `P=V` items into a dict.
 
     Raises:
-        MalformedInput: an item lacks '=' or a name.
+        MalformedInput: an item lacks '=', a name or a value, or names a parameter twice.
     """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise MalformedInput(f"--shape expects PARAM=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
+            raise MalformedInput(f"{option} expects PARAM=VALUE, got {item!r}")
+        key = key.strip()
+        if key in out:
+            raise MalformedInput(f"{option} gives {key} twice ({key}={out[key]} and {key}={value.strip()}); give each parameter once")
+        out[key] = value.strip()
     return out
 
 

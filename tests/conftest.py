@@ -18,11 +18,20 @@ settings.register_profile(
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
-# dev: wider search for local runs (HYPOTHESIS_PROFILE=dev).
+# dev: wider search for local runs (HYPOTHESIS_PROFILE=dev), at random.
 settings.register_profile(
-    "dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+    "dev", max_examples=40, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# Either way a failure prints its example and a `@reproduce_failure(...)` line: pasted above the
+# test, it replays that example exactly (tests/landscape/test_fuzz.py names the command line too).
+
+
+def pytest_report_header(config):
+    profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    how = "derandomized: the same examples every run" if settings.default.derandomize else "random examples"
+    return f"hypothesis profile {profile!r} ({how}); a failure prints @reproduce_failure to replay it"
 
 
 def pytest_configure(config):

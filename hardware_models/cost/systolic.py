@@ -52,7 +52,7 @@ class GemmCycles:
     @property
     def utilization(self) -> float:
         """MACs done / (MAC slots available in compute_cycles): the array's compute utilization."""
-        return self.m * self.n * self.k / (self.compute_cycles * self.rows * self.cols)
+        return self.m * self.n * self.k / (max(self.compute_cycles, 1) * self.rows * self.cols)  # a cycle at the least
 
     @property
     def mapping_efficiency(self) -> float:
@@ -113,6 +113,7 @@ def parse_array(text: str) -> tuple[int, int]:
         InvalidShape: not of the form RxC with positive integers.
     """
     rows, sep, cols = text.lower().partition("x")
-    if not sep or not rows.strip().isdigit() or not cols.strip().isdigit() or int(rows) < 1 or int(cols) < 1:
+    rows, cols = rows.strip(), cols.strip()
+    if not sep or not (rows + cols).isascii() or not rows.isdigit() or not cols.isdigit() or int(rows) < 1 or int(cols) < 1:
         raise InvalidShape("gemm", "array", text, "expected ROWSxCOLS, e.g. 128x128")
     return int(rows), int(cols)

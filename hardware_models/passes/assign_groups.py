@@ -4,7 +4,8 @@ Views (reshape, broadcast, a transpose that only feeds contractions), constants,
 does an op whose operands are all compile-time constants (an iota, the scalar arithmetic
 torch-mlir emits for Python floats): both XLA and Inductor fold those while compiling. An op the
 target cannot run (one the importer kept opaque, a custom_call) becomes a fallback group: it
-runs on the host, is reported, and is costed, never dropped.
+runs on the host, is reported, and is costed, never dropped. An op on an empty tensor (an
+extent of 0: no elements to read, write or compute) forms no kernel either, and the plan notes it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
     graph = plan.value_graph()
     groups = []
     fallbacks = []
+    empty = []
     constant: set[str] = set()
     for p in plan.ops:
         if p.op.short_name in ("constant", "iota") or (p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
             constant.update(p.results)
             continue
         if not is_kernel_op(p, graph):
+            continue
+        if any(t.elements == 0 for t in (*p.op.operand_types, *p.op.result_types)):
+            empty.append(p.op.name)
             continue
         if is_fallback_op(p):
             kind = "fallback"
@@ -34,4 +39,6 @@ def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
             kind = "fusion"
         groups.append(Group(len(groups), kind, (p.index,), p.instance, p.repeats))
     notes = tuple(f"{name} is not supported on {target.name}: it falls back to the host" for name in sorted(set(fallbacks)))
+    if empty:
+        notes += (f"{len(empty)} ops on empty tensors (an extent of 0: {', '.join(sorted(set(empty)))}) do no work and form no kernel",)
     return plan.with_(groups=tuple(groups), notes=plan.notes + notes)

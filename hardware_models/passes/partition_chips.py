@@ -7,8 +7,9 @@ weights, inputs, a KV cache; a regional block's weights once per layer — in SR
     tensor_parallel = ceil(one layer's weights / usable SRAM)   (chips that share each layer)
     stages          = ceil(chips / tensor_parallel)              (layer groups in a pipeline)
 
---chips N may spread the program wider, up to tensor_parallel x the layers (a regional model;
-the kernels of a flat program): a stage holds one layer at the least. It then adds the
+--chips N may spread the program wider, up to the chips it needs or, if more, one output column
+of the narrowest matmul per chip x the layers (a regional model; the kernels of a flat program):
+beyond that a chip would hold no work. It then adds the
 chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
 hidden state per layer (after attention and after the MLP). Their times are in cost/lpu.py.
@@ -19,7 +20,7 @@ Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB pe
 from __future__ import annotations
 
 
-from hardware_models.plan import Group, Partition, Plan, ceil_div
+from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
 from hardware_models.workload import program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
@@ -37,13 +38,16 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
         if plan.requested_chips < chips:
             raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")
         stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
-        most = tensor_parallel * stages
+        widths = [gemm_shape(plan.ops[g.members[0]].op, "").n for g in plan.groups if g.kind == "contraction"]
+        per_layer = max(tensor_parallel, min(widths, default=1))
+        most = max(chips, per_layer * stages)
         if plan.requested_chips > most:
             raise InvalidShape(target.name, "chips", plan.requested_chips,
-                               f"at most {most}: {tensor_parallel} per layer x {stages} pipeline stages, one "
-                               + ("layer" if footprint.regional else "kernel") + " each at the least")
+                               f"at most {most}: {per_layer} per layer (one output column of the narrowest matmul "
+                               f"each) x {stages} pipeline stages (one " + ("layer" if footprint.regional else "kernel")
+                               + " each)")
         chips = plan.requested_chips
-    partition = Partition(chips, tensor_parallel, needed, usable, footprint.hidden_bytes, footprint.layers)
+    partition = Partition(chips, tensor_parallel, needed, whole, footprint.hidden_bytes, footprint.layers)
     if chips == 1:
         return plan.with_(partition=partition)
     transfers = []

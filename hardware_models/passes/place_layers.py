@@ -41,7 +41,8 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     footprint = program_footprint(module)
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     capacity = target.usable_main_memory_bytes
-    wafers = max(1, ceil_div(needed, max(1, int(capacity))))  # exact integer ceiling
+    whole = max(1, int(capacity))  # whole bytes a wafer holds: the wafer count is an exact integer ceiling
+    wafers = max(1, ceil_div(needed, whole))
     io = target["interconnect.system_io_bytes_per_s"]
     split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
     stream_s = needed / io
@@ -50,7 +51,7 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
         if 1 < plan.requested_chips < wafers:
             raise InvalidShape(target.name, "chips", plan.requested_chips,
                                f"the arguments need {wafers} wafers split, or 1 with weights streamed")
-        most = layers if footprint.regional else max(1, len(plan.groups))
+        most = max(wafers, layers if footprint.regional else max(1, len(plan.groups)))
         if plan.requested_chips > most:
             raise InvalidShape(target.name, "chips", plan.requested_chips,
                                f"at most {most}: a pipeline over wafers puts one " + ("layer" if footprint.regional else "kernel")
@@ -98,5 +99,5 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     notes = (f"weights {mode}: {needed / 1e9:.2f} GB against {capacity / 1e9:.1f} GB of usable SRAM a wafer"
              + (f"; a pass costs {split_s * 1e3:.3f} ms of hops split, {stream_s * 1e3:.3f} ms streamed" if wafers > 1 else ""),
              f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
-    partition = Partition(used, 1, needed, capacity, hidden, layers, mode)
+    partition = Partition(used, 1, needed, whole, hidden, layers, mode)
     return plan.with_(groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes)

@@ -28,18 +28,19 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     footprint = program_footprint(module)
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     usable = target.usable_main_memory_bytes
-    least = max(1, ceil_div(needed, max(1, int(usable))))  # exact integer ceiling
+    whole = max(1, int(usable))  # whole bytes a chip holds: the chip counts are exact integer ceilings
+    least = max(1, ceil_div(needed, whole))
     chips = plan.requested_chips or 1 << (least - 1).bit_length()  # the next power of two
     if chips < least:
         raise InvalidShape(target.name, "chips", chips, f"the arguments need {needed / 1e9:.1f} GB: at least {least} chips of {usable / 1e9:.1f} GB usable")
     if plan.requested_chips:
         widths = [gemm_shape(plan.ops[g.members[0]].op, "").n for g in plan.groups if g.kind == "contraction"]
-        most = min(widths, default=1)
+        most = max(least, min(widths, default=1))
         if chips > most:
             raise InvalidShape(target.name, "chips", chips, f"at most {most}: tensor parallelism splits every contraction's output "
                                f"columns over the chips, and the narrowest has {most}" if widths else
                                "at most 1: the program has no contraction for tensor parallelism to split")
-    partition = Partition(chips, chips, needed, usable, hidden, layers, "tensor parallel" if chips > 1 else "")
+    partition = Partition(chips, chips, needed, whole, hidden, layers, "tensor parallel" if chips > 1 else "")
     if chips == 1:
         return plan.with_(partition=partition)
     reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if footprint.regional else 1, "all-reduce")

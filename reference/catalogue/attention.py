@@ -79,6 +79,11 @@ def _rope_reference(s, x, w):
     return apply_rope(x["x"], cos, sin)
 
 
+def attention_scores_shape(s, n_heads: int) -> tuple[int, ...]:
+    """[batch, heads, new tokens, seq]: the largest tensor attention holds (softmax of the scores)."""
+    return (s["batch"], n_heads, s["seq"] if s["mode"] == "prefill" else 1, s["seq"])
+
+
 def _attention_inputs(s):
     t = s["seq"] if s["mode"] == "prefill" else 1
     kv = (s["batch"], s["n_kv_heads"], s["seq"], s["head_dim"])
@@ -106,6 +111,7 @@ ENTRIES = (
         weights=no_weights,
         reference=lambda s, x, w: attention(x["q"], x["k"], x["v"], causal=s["mode"] == "prefill"),
         check=lambda s: require_divisible("attention", s, "n_heads", "n_kv_heads"),
+        largest=lambda s: {"scores": attention_scores_shape(s, s["n_heads"])},
         layout=(
             "reference and PyTorch: [batch, heads, seq, head_dim]; JAX (jax.nn.dot_product_attention layout): "
             "[batch, seq, heads, head_dim] = x.transpose(0,2,1,3), output transposed back"

@@ -24,6 +24,7 @@ MATMUL = Entry(
     inputs=lambda s: {"a": TensorSpec((s["m"], s["k"])), "b": weight((s["k"], s["n"]), s["k"])},
     weights=no_weights,
     reference=_matmul,
+    largest=lambda s: {"output": (s["m"], s["n"])},
 )
 
 BATCHED_MATMUL = Entry(
@@ -36,6 +37,7 @@ BATCHED_MATMUL = Entry(
     },
     weights=no_weights,
     reference=_matmul,
+    largest=lambda s: {"output": (s["batch"], s["heads"], s["m"], s["n"])},
 )
 
 LINEAR = Entry(
@@ -45,6 +47,7 @@ LINEAR = Entry(
     inputs=lambda s: {"x": TensorSpec((s["m"], s["k"]))},
     weights=lambda s: {"weight": weight((s["n"], s["k"]), s["k"]), "bias": bias((s["n"],))},
     reference=lambda s, x, w: x["x"] @ w["weight"].T + w["bias"],
+    largest=lambda s: {"output": (s["m"], s["n"])},
     layout="weight is [out, in] (PyTorch); the JAX kernel is its transpose [in, out]",
 )
 
@@ -72,6 +75,15 @@ def conv2d_reference(s, x, w):
     return y_bijo.transpose(0, 3, 1, 2) + w["bias"][None, :, None, None]
 
 
+def _conv_largest(s):
+    """The padded input, the reference's im2col copy of every window, and the output."""
+    padded = (s["height"] + 2 * s["padding"], s["width"] + 2 * s["padding"])
+    out = tuple(conv_out_size(s[d], s["kernel"], s["stride"], s["padding"]) for d in ("height", "width"))
+    return {"padded input": (s["batch"], s["c_in"], *padded),
+            "windows": (s["batch"], *out, s["c_in"], s["kernel"], s["kernel"]),
+            "output": (s["batch"], s["c_out"], *out)}
+
+
 CONV2D = Entry(
     name="conv2d",
     description="2-D convolution with stride and zero padding, bias added",
@@ -92,6 +104,7 @@ CONV2D = Entry(
     },
     reference=conv2d_reference,
     check=_conv_check,
+    largest=_conv_largest,
     layout=(
         "reference and PyTorch: x NCHW, weight OIHW; JAX: x NHWC = x.transpose(0,2,3,1), "
         "kernel HWIO = weight.transpose(2,3,1,0), output back with y.transpose(0,3,1,2)"

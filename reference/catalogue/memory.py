@@ -13,6 +13,7 @@ ENTRIES = (
         weights=lambda s: {"weight": TensorSpec((s["vocab"], s["d"]))},
         reference=lambda s, x, w: w["weight"][x["ids"]],
         layout="weight is nnx.Embed's embedding",
+        largest=lambda s: {"output": (s["m"], s["d"])},
     ),
     Entry(
         name="clone",

@@ -105,6 +105,7 @@ ENTRIES = (
         inputs=lambda s: {"x": TensorSpec((s["m"], s["d_model"]))},
         weights=lambda s: mlp_weights(s["d_model"], s["d_ff"], s["kind"]),
         reference=lambda s, x, w: mlp(x["x"], w, s["kind"]),
+        largest=lambda s: {"hidden": (s["m"], s["d_ff"]), "output": (s["m"], s["d_model"])},
     ),
     Entry(
         name="moe",
@@ -120,6 +121,7 @@ ENTRIES = (
         weights=lambda s: moe_weights(s["d_model"], s["d_ff"], s["n_experts"]),
         reference=lambda s, x, w: moe(x["x"], w, s["n_experts"], s["top_k"]),
         check=_moe_check,
+        largest=lambda s: {"hidden": (s["n_experts"], s["m"], s["d_ff"]), "routing": (s["m"], s["n_experts"])},
         condition=separate_router_choices,
     ),
 )

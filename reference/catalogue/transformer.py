@@ -183,6 +183,25 @@ def _decoder_reference(name):
     return reference
 
 
+def _largest(name):
+    """A block's or decoder's largest tensors: the attention scores, the K/V heads repeated to the
+    query heads (grouped-query attention), the MLP's hidden layer, the caches it returns and, in a
+    decoder, the logits."""
+
+    def largest(s):
+        cfg = config_for(name, s)
+        t, layers = new_tokens(s), (cfg.n_layers if name != "block" else 1)
+        out = {"scores": (s["batch"], cfg.n_heads, t, s["seq"]),
+               "repeated kv": (s["batch"], cfg.n_heads, s["seq"], cfg.head_dim),
+               "mlp hidden": (s["batch"], t, cfg.d_ff),
+               "kv cache": (layers, s["batch"], cfg.n_kv_heads, s["seq"], cfg.head_dim)}
+        if name != "block":
+            out["logits"] = (s["batch"], t, cfg.vocab)
+        return out
+
+    return largest
+
+
 def _check_heads(name):
     def check(s):
         require_divisible(name, s, "n_heads", "n_kv_heads")
@@ -194,7 +213,8 @@ def _check_positions(name):
     def check(s):
         cfg = get_model(name)
         if cfg.style == "gpt2" and s["seq"] > cfg.max_positions:
-            raise InvalidShape(name, "seq", s["seq"], f"must be <= {cfg.max_positions} learned positions")
+            raise InvalidShape(name, "seq", s["seq"], f"must be <= {cfg.max_positions}, its context: {name} has "
+                                                      f"{cfg.max_positions} learned positions (max_position_embeddings)")
 
     return check
 
@@ -215,6 +235,7 @@ BLOCK = Entry(
     weights=lambda s: block_weights(config_for("block", s)),
     reference=_block_reference,
     check=_check_heads("block"),
+    largest=_largest("block"),
     layout="returns (y, k_cache, v_cache): the cache after this step (prefill fills it, decode appends one token)",
     kind="kernel",
 )
@@ -235,6 +256,7 @@ DECODER = Entry(
     weights=lambda s: decoder_weights(config_for("decoder", s)),
     reference=_decoder_reference("decoder"),
     check=_check_heads("decoder"),
+    largest=_largest("decoder"),
 )
 
 
@@ -257,6 +279,7 @@ def model_entry(cfg: ModelConfig) -> Entry:
         weights=lambda s: decoder_weights(config_for(cfg.name, s)),
         reference=_decoder_reference(cfg.name),
         check=_check_positions(cfg.name),
+        largest=_largest(cfg.name),
         kind="model",
     )
 

@@ -91,7 +91,7 @@ def _block_cost(ops, module: Module, policy: str) -> Cost:
 def _folded_by_xla_import(op: Op, constant_ids: set[str], splats: dict[str, float]) -> bool:
     """Rule 3: does XLA's StableHLO import fold this op away?"""
     short = op.short_name
-    if not op.operands or short in ("return", "call", "while"):
+    if not op.operands or not op.known or short in ("return", "call", "while"):
         return False
     if all(o in constant_ids for o in op.operands):
         return True
@@ -157,17 +157,19 @@ def contraction_flops(op: Op) -> int:
 def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     """The cost of one op, including what it calls and loops over."""
     short = op.short_name
-    if short == "call":  # a regional call runs trip_count times (one per layer)
+    if short == "call" and op.callee:  # a regional call runs trip_count times (one per layer)
         return _block_cost(module.function(op.callee).ops, module, policy) * (op.trip_count or 1)
-    if short == "while":
+    if short == "while" and op.known:
         trips = 1 if policy == "xla" or op.trip_count is None else op.trip_count
         return _block_cost([o for r in op.regions for o in r.ops], module, policy) * trips
-    if short in FREE:
-        return Cost(bytes_written=op.result_types[0].nbytes if short == "constant" and op.result_types else 0)
     moved = Cost(
         bytes_read=sum(t.nbytes for t in op.operand_types),
         bytes_written=sum(t.nbytes for t in op.result_types),
     )
+    if not op.known:  # opaque: what it moves, nothing more (a target costs it as a fallback)
+        return moved
+    if short in FREE:
+        return Cost(bytes_written=op.result_types[0].nbytes if short == "constant" and op.result_types else 0)
     out = op.result_types[0].elements if op.result_types else 0
     kind = category(op)
     if kind == "contraction":
@@ -252,9 +254,9 @@ def dot_and_conv_flops(module: Module, policy: str = "trip_count") -> int:
         for op in ops:
             if category(op) == "contraction":
                 total += contraction_flops(op)
-            elif op.short_name == "call":
+            elif op.callee:
                 total += block(module.function(op.callee).ops) * (op.trip_count or 1)
-            elif op.short_name == "while":
+            elif op.short_name == "while" and op.known:
                 n = 1 if policy == "xla" or op.trip_count is None else op.trip_count
                 total += n * sum(block(r.ops) for r in op.regions)
         return total * trips

@@ -47,7 +47,7 @@ def _inline(module: Module, ops) -> list[Op]:
     """The entry's ops with calls inlined (JAX wraps sub-computations in func.call)."""
     out = []
     for op in ops:
-        if op.short_name == "call":
+        if op.callee:
             out.extend(_inline(module, module.function(op.callee).ops))
         else:
             out.append(op)

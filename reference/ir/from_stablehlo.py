@@ -2,13 +2,18 @@
 
 No hand-written parser: MLIR parses the text; this module reads ops, types and attributes
 through the bindings' typed accessors (DotDimensionNumbers, ConvDimensionNumbers, dense
-arrays). Ops outside HANDLED are kept as opaque ops (`known=False`) with their name and types,
-so a target can still cost them as a fallback; nothing is dropped.
+arrays). Ops outside HANDLED, and ops of dialects the context does not register (their
+attributes and operands are unchecked), are kept as opaque ops (`known=False`) with their name
+and types, so a target can still cost them as a fallback; nothing is dropped.
+
+Hostile text is refused before it can crash anything (`reference.ir.limits`): brackets nested
+too deep for MLIR's recursive parser, regions and calls nested past MAX_NESTING, recursive calls.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Any
 
@@ -16,6 +21,7 @@ import numpy as np
 
 from reference.errors import MalformedIR
 from reference.ir.graph import Block, ConvDims, DotDims, Function, Module, Op, Origin, TensorType
+from reference.ir.limits import MAX_NESTING, check_text, check_calls
 from reference.ir.mlir_context import make_context
 
 ELEMENTWISE = {
@@ -80,16 +86,27 @@ def origin_of(loc_text: str) -> Origin:
     return Origin(scope=scope, source=source, loc=loc_text)
 
 
+def _printable(message: str) -> str:
+    """MLIR's message with control characters escaped, so it stays one line on a terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+# Largest dense constant whose text the importer keeps as an attribute (bigger ones: its type).
+_DENSE_TEXT_ELEMENTS = 16
+
+
 class _Reader:
-    def __init__(self):
+    def __init__(self, ctx):
         from jaxlib.mlir import ir
         from jaxlib.mlir.dialects import stablehlo
 
-        self.ir, self.stablehlo = ir, stablehlo
+        self.ir, self.stablehlo, self.ctx = ir, stablehlo, ctx
         self.ids: dict[Any, str] = {}
         self.constants: dict[str, float] = {}  # value id -> scalar value of splat constants
         self.counter = 0
         self.current_op = ""
+        self.function_name = ""
+        self.depth = 0  # regions around the op being read
 
     # -- values and types
     def name(self, value, prefix="%") -> str:
@@ -105,10 +122,18 @@ class _Reader:
             if not t.has_static_shape:
                 raise MalformedIR(f"dynamic shape {t} is not supported")
             return TensorType(tuple(t.shape), str(t.element_type))
+        if isinstance(mlir_type, ir.UnrankedTensorType):
+            raise MalformedIR(f"unranked tensor {mlir_type} is not supported")
         return TensorType((), str(mlir_type))
 
     # -- attributes
     def attribute(self, key: str, attr) -> Any:
+        try:
+            return self._attribute(key, attr)
+        except (TypeError, ValueError):  # a known key on an attribute of another kind (opaque ops)
+            return str(attr)
+
+    def _attribute(self, key: str, attr) -> Any:
         ir, sh = self.ir, self.stablehlo
         if key == "dot_dimension_numbers":
             d = sh.DotDimensionNumbers(attr)
@@ -138,6 +163,8 @@ class _Reader:
                 splat = dense.get_splat_value()
                 if isinstance(splat, (ir.IntegerAttr, ir.FloatAttr)):
                     return ("splat", splat.value)
+            if math.prod(attr.type.shape) > _DENSE_TEXT_ELEMENTS:
+                return f"dense<...> : {attr.type}"
             text = str(attr)
             return text if len(text) <= 80 else f"dense<...> : {attr.type}"
         return str(attr)
@@ -156,18 +183,38 @@ class _Reader:
         operand_types = tuple(self.tensor_type(v.type) for v in operation.operands)
         results = tuple(self.name(r) for r in operation.results)
         result_types = tuple(self.tensor_type(r.type) for r in operation.results)
-        regions = tuple(self.block(region.blocks[0]) for region in operation.regions if len(region.blocks))
-        callee = dict(attrs).get("callee") if short == "call" else None
+        known = short in HANDLED and self.ctx.is_registered_operation(name)
+        regions = self.regions(operation)
+        callee = dict(attrs).get("callee") if short == "call" and known else None
         op = Op(
             name=name, results=results, result_types=result_types, operands=operands,
             operand_types=operand_types, attrs=attrs, regions=regions, callee=callee,
-            origin=origin_of(str(operation.location)), known=short in HANDLED,
+            origin=origin_of(str(operation.location)), known=known,
         )
         if op.splat is not None:
             self.constants[results[0]] = op.splat
-        if short == "while":
+        if short == "while" and known:
             op = _with_trip_count(op, self.constants)
         return op
+
+    def regions(self, operation) -> tuple[Block, ...]:
+        """The op's regions, each a single block; nesting bounded by MAX_NESTING."""
+        present = [region for region in operation.regions if len(region.blocks)]
+        if not present:
+            return ()
+        if self.depth >= MAX_NESTING:
+            raise MalformedIR(f"func @{self.function_name}: regions nest more than {MAX_NESTING} deep")
+        for region in present:
+            if len(region.blocks) > 1:
+                raise MalformedIR(
+                    f"func @{self.function_name}: {operation.name} has a region of {len(region.blocks)} blocks; "
+                    "only single-block regions are supported"
+                )
+        self.depth += 1
+        try:
+            return tuple(self.block(region.blocks[0]) for region in present)
+        finally:
+            self.depth -= 1
 
     def block(self, block) -> Block:
         args = tuple((self.name(a, "%iter"), self.tensor_type(a.type)) for a in block.arguments)
@@ -176,7 +223,12 @@ class _Reader:
     def function(self, fn) -> Function:
         attrs = fn.operation.attributes
         name = attrs["sym_name"].value
-        block = fn.regions[0].blocks[0]
+        self.function_name = name
+        blocks = fn.regions[0].blocks
+        if len(blocks) != 1:
+            what = "is a declaration without a body" if not len(blocks) else f"has {len(blocks)} blocks"
+            raise MalformedIR(f"func @{name} {what}; the IR needs every function defined in one block")
+        block = blocks[0]
         args = tuple((self.name(a, "%arg"), self.tensor_type(a.type)) for a in block.arguments)
         arg_names = tuple(_arg_name(str(a.location)) for a in block.arguments)
         fn_type = attrs["function_type"].value
@@ -213,9 +265,10 @@ def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
              if o.results and o.results[0] == returned and o.short_name == "add" and o.operands[0] == body_arg),
             None,
         )
-        if start is None or not step:
-            return op
-        trips = max(0, -(-(int(cond_constants[c.operands[1]]) - int(start)) // int(step)))  # ceil division
+        limit = cond_constants[c.operands[1]]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step, limit)) or step <= 0:
+            return op  # not a counted loop over integers: no static trip count
+        trips = max(0, -(-(limit - start) // step))  # ceil division
         return dataclasses.replace(op, trip_count=trips)
     return op
 
@@ -227,20 +280,31 @@ def parse_stablehlo(text: str) -> Module:
     """Parse StableHLO (or MHLO/CHLO-mixed) text into the IR.
 
     Raises:
-        MalformedIR: the text does not parse; the message has MLIR's line and column.
+        MalformedIR: the text does not parse (the message has MLIR's line and column); brackets,
+            regions or calls nest too deep, or calls recurse (`reference.ir.limits`); a function
+            is only declared, or has more than one block.
     """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise MalformedIR(f"the text is not valid Unicode: {err.reason} at character {err.start}") from None
+    check_text(text)
     ctx = make_context()
-    reader = _Reader()
+    reader = _Reader(ctx)
     with ctx:
         try:
             module = reader.ir.Module.parse(text)
         except reader.ir.MLIRError as err:
             match = _DIAGNOSTIC.search(str(err))
             if match:
-                raise MalformedIR(match.group(3).strip(), int(match.group(1)), int(match.group(2))) from None
-            raise MalformedIR(str(err).splitlines()[0]) from None
+                line, column = int(match.group(1)), int(match.group(2))
+                raise MalformedIR(_printable(match.group(3).strip()), line, column) from None
+            lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+            raise MalformedIR(_printable(" ".join(lines[:2]) or "the text does not parse")) from None
         functions = tuple(reader.function(op) for op in module.body.operations if op.operation.name == "func.func")
     if not functions:
         raise MalformedIR("no func.func in the module")
     names = [f.name for f in functions]
-    return Module(functions, "main" if "main" in names else names[0])
+    result = Module(functions, "main" if "main" in names else names[0])
+    check_calls(result)
+    return result

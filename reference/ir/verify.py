@@ -5,6 +5,7 @@ from __future__ import annotations
 from reference.errors import MalformedIR
 from reference.ir.from_stablehlo import ELEMENTWISE, TRANSCENDENTAL
 from reference.ir.graph import Block, Function, Module, Op
+from reference.ir.limits import check_calls, nested_ops
 
 
 def _dot_result_shape(op: Op) -> tuple[int, ...]:
@@ -20,7 +21,7 @@ def _check_op(op: Op, defined: set[str], where: str) -> None:
     for operand in op.operands:
         if operand not in defined:
             raise MalformedIR(f"{where}: {op.name} uses {operand} before it is defined")
-    short = op.short_name
+    short = op.short_name if op.known else ""  # an opaque op's rules are unknown
     if short in ELEMENTWISE | TRANSCENDENTAL and short not in ("select", "clamp", "compare", "convert"):
         shapes = {t.shape for t in op.operand_types} | {t.shape for t in op.result_types}
         if len(shapes) > 1:
@@ -48,7 +49,8 @@ def _check_block(block: Block | Function, defined: set[str], where: str) -> None
 
 
 def verify(module: Module) -> Module:
-    """Check definition before use, unique definitions, elementwise and dot_general shapes, callees.
+    """Check definition before use, unique definitions, elementwise and dot_general shapes, callees,
+    and that calls neither recurse nor nest (with regions) past `limits.MAX_NESTING`.
 
     Returns the module unchanged, so it can sit in a pipeline.
 
@@ -58,9 +60,10 @@ def verify(module: Module) -> Module:
     names = {f.name for f in module.functions}
     if module.entry not in names:
         raise MalformedIR(f"entry function {module.entry!r} is missing")
+    check_calls(module)  # first: it bounds the nesting that the checks below recurse on
     for fn in module.functions:
         _check_block(fn, set(), f"func {fn.name}")
-        for op in fn.ops:
+        for op, _ in nested_ops(fn):
             if op.callee and op.callee not in names:
                 raise MalformedIR(f"func {fn.name}: call to unknown function @{op.callee}")
     return module

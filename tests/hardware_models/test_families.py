@@ -132,7 +132,7 @@ def test_the_l2_resident_fraction_is_a_knob_of_the_target_file():
     h100 = get_target("h100")
     chain = linear_gelu(256, 256, 256)  # the GEMM's output feeds the epilogue kernel right after it
     kept = compile_plan(chain, h100)
-    evicted = compile_plan(chain, h100.with_overrides({"levels.l2.resident_fraction": 1e-9}))
+    evicted = compile_plan(chain, h100.with_overrides({"levels.l2.resident_fraction": 1e-6}))
     hbm = lambda plan: sum(p.at("hbm") for p in plan.placements.values())  # noqa: E731
     assert any(p.resident_inputs for p in kept.placements.values())
     assert not any(p.resident_inputs for p in evicted.placements.values())

@@ -83,7 +83,7 @@ BROKEN = {
     "unknown key": (GOOD.replace("[peak]", "[peak]\nbf17_flop_per_s = { value = 1, source = \"P x\" }"), "peak.bf17_flop_per_s"),
     "missing key": (GOOD.replace('int8_op_per_s = { value = 394e12, source = "P GCP" }\n', ""), "peak.int8_op_per_s"),
     "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "> 0"),
-    "a fraction above one": (GOOD.replace("usable_fraction = { value = 0.9", "usable_fraction = { value = 1.5"), r"levels.hbm.usable_fraction.*\(0, 1\]"),
+    "a fraction above one": (GOOD.replace("usable_fraction = { value = 0.9", "usable_fraction = { value = 1.5"), r"levels.hbm.usable_fraction.*\[1e-06, 1\]"),
     "a fractional count": (GOOD.replace("vpu_sublanes = { value = 8,", "vpu_sublanes = { value = 8.5,"), "chip.vpu_sublanes.*whole number"),
     "a subnormal rate": (GOOD.replace("value = 45e9", "value = 1e-305"), r"\[1e-12, 1e\+21\]"),
     "a missing level": (GOOD.replace("[levels.vmem]", "[levels.cache]"), "levels.vmem.*missing"),
@@ -147,7 +147,10 @@ def test_groq_peak_int8_is_the_mxm_planes_at_the_clock():
 
 
 @pytest.mark.parametrize("key, value, needle", [
-    ("fitted.gemm_efficiency", 5.0, r"\(0, 1\]"),           # 5x the tensor-core peak
+    ("fitted.gemm_efficiency", 5.0, r"\[1e-06, 1\]"),       # 5x the tensor-core peak
+    ("fitted.gemm_efficiency", 5e-324, r"\[1e-06, 1\]"),    # was a NaN in the wafer's region sizes
+    ("levels.hbm.usable_fraction", 1e-310, r"\[1e-06, 1\]"),  # was 0 usable bytes and an invalid plan
+    ("levels.hbm.bytes", 1e-12, r"\[1, 1e\+21\] bytes"),       # less than a byte of memory
     ("chip.sm_count", 132.5, "whole number"),               # half an SM
     ("levels.hbm.bytes_per_s", float("inf"), "finite"),     # was accepted: total_time_s Infinity
     ("levels.hbm.bytes_per_s", float("nan"), "finite"),
@@ -165,4 +168,4 @@ def test_every_quantity_of_every_target_file_lies_in_its_domain():
     for target in load_targets().values():
         for key, q in target.quantities.items():
             assert domain_problem(key, q.value) is None, (target.name, key)
-        assert {domain(k) for k in target.quantities} <= {"fraction", "count", "positive"}
+        assert {domain(k) for k in target.quantities} <= {"fraction", "count", "size", "positive"}

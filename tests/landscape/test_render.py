@@ -72,3 +72,18 @@ def test_predict_notes_say_which_phase_they_belong_to():
             "decode": {"notes": ["bf16 is emulated", "16.36 GB over 208 MB: 79 chips"]}}
     assert prediction_notes(data) == [("prefill and decode", "bf16 is emulated"), ("prefill", "16.06 GB over 208 MB: 79 chips"),
                                       ("decode", "16.36 GB over 208 MB: 79 chips")]
+
+
+def test_a_workload_note_is_printed_under_its_title_and_on_the_page(capsys):
+    """A length beyond the model's context (allowed with --allow-beyond-context) is said, not hidden."""
+    import dataclasses
+    import html
+
+    from landscape.report import render_html
+
+    result, _ = small_comparison(("h100",))
+    note = "beyond context: seq=5000 exceeds llama-2-7b's context of 4,096 tokens"
+    result = dataclasses.replace(result, workload={**result.workload, "notes": [note]})
+    render_comparison([result])
+    assert f"note: {note}" in capsys.readouterr().out
+    assert f"Note: {html.escape(note)}" in render_html([result], {})

@@ -3,7 +3,8 @@
 import pytest
 
 from reference.catalogue import MODELS
-from reference.models import BadModelFile, derived_ffn_width, load_models
+from reference.errors import BeyondContext
+from reference.models import BadModelFile, context_check, derived_ffn_width, load_models
 
 REQUIRED = [
     "gpt2-small", "qwen2.5-0.5b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b",
@@ -60,3 +61,36 @@ def test_missing_field_is_reported(tmp_path):
     path.write_text('schema = 1\n["m"]\nsource = "x"\nstyle = "llama"\n')
     with pytest.raises(BadModelFile, match="missing field"):
         load_models(path)
+
+
+# Context lengths: max_positions is max_position_embeddings of each linked config.
+PUBLISHED_CONTEXT = {"gpt2-small": 1024, "qwen2.5-0.5b": 32768, "llama-2-7b": 4096, "llama-2-13b": 4096,
+                     "llama-2-70b": 4096, "llama-3.2-1b": 131072, "llama-3.1-8b": 131072, "llama-3.1-70b": 131072,
+                     "llama-3.1-405b": 131072, "mixtral-8x7b": 32768}
+
+
+@pytest.mark.parametrize("name", PUBLISHED_CONTEXT)
+def test_every_model_carries_its_published_context(name):
+    assert load_models()[name].max_positions == PUBLISHED_CONTEXT[name]
+
+
+def test_tokens_within_the_context_pass_without_a_note():
+    assert context_check("llama-2-7b", 4096, "seq=4096", "--shape seq") is None
+
+
+def test_tokens_beyond_the_context_are_refused_naming_the_knob_and_the_flag():
+    """`predict --model llama-2-7b --input-len 5000` used to answer without a word."""
+    with pytest.raises(BeyondContext, match=r"llama-2-7b: .*5,256 tokens exceeds its context of 4,096.*--input-len \+ "
+                                            r"--output-len <= 4096, or pass --allow-beyond-context"):
+        context_check("llama-2-7b", 5256, "--input-len 5000 + --output-len 256 = 5,256 tokens", "--input-len + --output-len")
+
+
+def test_allowed_beyond_the_context_gives_a_note():
+    note = context_check("llama-3.1-8b", 1_000_256, "1,000,256 tokens", "--input-len + --output-len", allow=True)
+    assert note.startswith("beyond context") and "131,072" in note and "--allow-beyond-context" in note
+
+
+def test_learned_positions_cannot_be_exceeded_even_when_allowed():
+    with pytest.raises(BeyondContext, match="1,024 learned positions, so no flag extends it") as err:
+        context_check("gpt2-small", 2304, "2,304 tokens", "--input-len + --output-len", allow=True)
+    assert "--allow-beyond-context" not in str(err.value)

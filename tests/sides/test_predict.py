@@ -42,3 +42,11 @@ def test_a_70b_model_takes_two_h100s_and_pays_for_its_all_reduces():
     assert two.chips == 2 and eight.chips == 8
     assert eight.decode_step_s < two.decode_step_s  # each GPU streams an eighth of the weights
     assert "across 8 chips" in eight.kv_cache_location
+
+
+def test_the_chips_405b_needs_on_lpus_are_never_refused_past_its_layers():
+    """llama-3.1-405b's decode (cache included) needs 3916 LPU chips, more than 31 chips a layer x
+    126 layers; the prefill runs on the same chips. The --chips maximum never falls below what the
+    program needs (it did once, and predict refused its own partition)."""
+    result = _predict("llama-3.1-405b", "groq-lpu", input_len=2048, output_len=256)
+    assert result.chips == 3916

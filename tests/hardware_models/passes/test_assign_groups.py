@@ -38,3 +38,17 @@ def test_an_op_the_target_cannot_run_falls_back_to_the_host_and_is_noted():
     plan = _assign(module)
     assert [g.kind for g in plan.groups] == ["fallback"]
     assert any("custom_call" in note and "host" in note for note in plan.notes)
+
+
+def test_an_op_on_an_empty_tensor_forms_no_kernel_and_is_noted():
+    """A matmul of a 0 x 8 by 8 x 4 tensor has nothing to compute: no kernel (a GPU tiling of it
+    divided by zero, Spyre's verifier saw an empty tile), and the plan says why."""
+    from hardware_models.pipelines import compile_plan
+    from hardware_models.target import load_targets
+    from tests.hardware_models.programs import program, t
+
+    a, b, c = t((0, 8), "f32"), t((8, 4), "f32"), t((0, 4), "f32")
+    module = program({"a": a, "b": b}, [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"], "%0", c)
+    for target in load_targets().values():
+        plan = compile_plan(module, target)
+        assert plan.groups == () and any("empty tensors" in n for n in plan.notes), target.name

@@ -1,0 +1,229 @@
+"""The CLI's shared options and the checks every command makes before any work: dtypes, target
+names and `--set` knobs, `--targets` lists, `--shape` and `--from-file`, model context lengths.
+
+Everything here runs before torch or jax is imported; a bad value is one `LandscapeError`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from landscape.serving import SIDES
+from reference.dtypes import DTYPES as DTYPE_TABLE
+from reference.dtypes import FLOAT_DTYPES, get_dtype
+
+# Stated here, not imported, so that `landscape --help` does not import numpy; tests check they
+# equal reference.spec.INT64_MAX and reference.inputs.SEED_RANGE, which the library enforces.
+INT64_MAX = 2**63 - 1
+SEED_RANGE = (0, 2**32 - 1)
+
+
+class DecimalRange(click.IntRange):
+    """An integer option in [min, max] written in plain ASCII decimal digits with an optional sign:
+    click's IntRange reads what Python's int() reads, so `1_6`, `１６` and `١٦`
+    would pass; this refuses them as --shape does, then checks the range (the message names it)."""
+
+    name = "integer"
+
+    def convert(self, value, param, ctx):
+        if not (isinstance(value, int) and not isinstance(value, bool)):
+            text = str(value).strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            if not (digits.isascii() and digits.isdigit()):
+                self.fail(f"{value!r} is not an integer in plain decimal digits", param, ctx)
+        return super().convert(int(value) if not isinstance(value, int) else value, param, ctx)
+
+
+# A size, count or length option: an integer in [1, int64], plain decimal digits.
+SIZE = DecimalRange(min=1, max=INT64_MAX)
+SEED = DecimalRange(min=SEED_RANGE[0], max=SEED_RANGE[1])
+ALLOW_BEYOND_CONTEXT_HELP = ("Accept more tokens than the model's context length (max_position_embeddings); "
+                             "the output then carries a note saying so.")
+
+
+class DTypeParam(click.ParamType):
+    """A dtype option drawn from reference.dtypes: any spelling of an allowed dtype is accepted
+    (bf16, bfloat16, BF16) and normalized to its canonical name, or to its short name."""
+
+    name = "dtype"
+
+    def __init__(self, allowed: tuple[str, ...], short: bool = False, kind: str = "dtype"):
+        self.allowed, self.short, self.kind = allowed, short, kind
+        self.shown = tuple(get_dtype(a).short if short else a for a in allowed)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return "[" + "|".join(self.shown) + "]"
+
+    def convert(self, value, param, ctx):
+        from reference.errors import UnknownName
+
+        try:
+            dtype = get_dtype(value, self.allowed)
+        except UnknownName:
+            aliases = [s for d in DTYPE_TABLE if d.name in self.allowed for s in d.spellings if s not in self.shown]
+            self.fail(f"unknown {self.kind} {value!r}; valid: {', '.join(self.shown)} (or {', '.join(aliases)})", param, ctx)
+        return dtype.short if self.short else dtype.name
+
+
+DTYPE = DTypeParam(FLOAT_DTYPES)
+DTYPE_HELP = "float32, bfloat16 or float16 (also f32/fp32, bf16, f16/fp16)."
+
+# A --set value: a plain decimal or scientific number; inf and nan pass here so that the target's
+# domain check (hardware_models/target.py) can say why they are refused.
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
+def parse_settings(settings: tuple[str, ...]) -> dict[str, float]:
+    """`--set SECTION.KEY=NUMBER` items as {key: value}.
+
+    Raises:
+        MalformedInput: an item without '=' or a key, a value that is not a number, a key twice.
+    """
+    from reference.errors import MalformedInput
+
+    out: dict[str, float] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise MalformedInput(f"--set expects SECTION.KEY=NUMBER, got {item!r}")
+        if not _NUMBER.fullmatch(value):
+            raise MalformedInput(f"--set {key}: {value!r} is not a number; --set expects SECTION.KEY=NUMBER (e.g. 2e-6)")
+        if key in out:
+            raise MalformedInput(f"--set gives {key} twice; give each key once")
+        out[key] = float(value)
+    return out
+
+
+def load_target(name: str, settings: tuple[str, ...] = ()):
+    """A target by name, with `--set section.key=VALUE` overrides applied.
+
+    Raises:
+        UnknownName: unknown target or key.
+        MalformedInput: a setting that is not KEY=NUMBER.
+        BadTargetFile: a value outside the key's domain (not finite, a fraction above 1...).
+    """
+    from hardware_models.target import get_target
+
+    overrides = parse_settings(settings)
+    target = get_target(name)
+    return target.with_overrides(overrides) if overrides else target
+
+
+def parse_target_list(text: str) -> list[str]:
+    """`--targets`: comma-separated target names, or 'all'.
+
+    Raises:
+        MalformedInput: an empty list, or a target named twice.
+        UnknownName: an unknown target (when loaded).
+    """
+    from hardware_models.target import load_targets
+    from reference.errors import MalformedInput
+
+    valid = list(load_targets())
+    if text.strip() == "all":
+        return valid
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise MalformedInput(f"--targets is empty; give a comma-separated list or 'all'; valid: {', '.join(valid)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise MalformedInput(f"--targets lists {', '.join(twice)} more than once; each target is compared once")
+    return names
+
+
+def check_exclusive(**given) -> None:
+    """At most one of the named options: check_exclusive(**{"--json": a, "--markdown": b})."""
+    from reference.errors import MalformedInput
+
+    chosen = [name for name, value in given.items() if value]
+    if len(chosen) > 1:
+        raise MalformedInput(f"{' and '.join(chosen)} cannot be given together; choose one")
+
+
+def check_name_or_file(command: str, name, from_file) -> None:
+    from reference.errors import MalformedInput
+
+    if from_file is not None and name:
+        raise MalformedInput(f"{command}: give NAME or --from-file FILE, not both (got {name!r} and {from_file!r})")
+    if from_file is not None and not str(from_file).strip():
+        raise MalformedInput(f"{command}: --from-file needs a path, got ''")
+    if from_file is None and not name:
+        raise MalformedInput(f"{command} needs NAME or --from-file FILE.mlir")
+
+
+def model_names() -> list[str]:
+    from reference.models import load_models
+
+    return sorted(load_models())
+
+
+def check_model(model_name: str) -> None:
+    """A published model config's name, checked before anything is lowered; the valid choices are
+    the model configs only, not the kernels."""
+    from reference.errors import UnknownName
+
+    if model_name not in model_names():
+        raise UnknownName("model config", model_name, model_names())
+
+
+def checked_shapes(name: str, shapes: tuple[str, ...], allow_beyond_context: bool = False) -> tuple[dict, str | None]:
+    """(`--shape` overrides, a context note or None) for NAME, every shape checked now (names,
+    constraints, int64 extents) and, for a published model, `seq` against its context length.
+
+    Raises:
+        UnknownName, InvalidShape, MalformedInput, BeyondContext.
+    """
+    from reference.catalogue import get_entry
+    from reference.models import context_check
+    from reference.spec import parse_assignments
+
+    overrides = parse_assignments(shapes)
+    entry = get_entry(name)
+    resolved = entry.resolve(overrides)
+    if entry.kind != "model":
+        return overrides, None
+    seq = resolved["seq"]
+    what = f"seq={seq}" + (" (a KV cache of that many tokens)" if resolved.get("mode") == "decode" else " tokens")
+    return overrides, context_check(entry.name, seq, what, "--shape seq", allow_beyond_context)
+
+
+def verbose() -> bool:
+    """Whether `landscape --verbose` was given."""
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx and ctx.find_root().params.get("verbose"))
+
+
+def print_json(data) -> None:
+    """The one JSON printer: sorted keys, and never NaN or Infinity (`landscape.outputs.dump_json`)."""
+    from landscape.outputs import dump_json
+
+    click.echo(dump_json(data))
+
+
+def note_on_stderr(note: str | None) -> None:
+    if note:
+        click.echo(f"landscape: note: {note}", err=True)
+
+
+def shape_options(fn):
+    fn = click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)(fn)
+    fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)
+    fn = click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)(fn)
+    fn = click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
+                      help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")(fn)
+    return fn
+
+
+def estimate_options(fn):
+    fn = click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
+                      help="Override a target quantity (an assumed knob), e.g. schedule.launch_overhead_s=2e-6; repeatable.")(fn)
+    fn = click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")(fn)
+    fn = shape_options(fn)
+    fn = click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)(fn)
+    fn = click.option("--target", "target_name", required=True, help="A target from `landscape targets` (h100, tpu-v5e, ...).")(fn)
+    fn = click.option("--chips", type=SIZE, default=None,
+                      help="Chips (wafers on Cerebras) to spread the program over; default: the fewest that hold it.")(fn)
+    return fn

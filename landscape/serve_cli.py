@@ -1,0 +1,176 @@
+"""The commands about models and targets side by side: `predict`, `map` and `compare` (registered on
+the `landscape` group by landscape/cli.py). Like every command they check their input (names,
+lengths against the model's context, output folders) before torch or jax is imported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import click
+
+from landscape.options import (
+    ALLOW_BEYOND_CONTEXT_HELP, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
+    model_names, parse_target_list, print_json, verbose,
+)
+from landscape.serving import PRECISIONS, SIDES, lower_for_serving
+
+
+@click.command()
+@click.option("--model", "model_name", required=True, help="A published model config (llama-3.1-8b, ...; see `landscape kernels`).")
+@click.option("--target", "target_name", required=True, help="A target from `landscape targets`.")
+@click.option("--chips", type=SIZE, default=None, help="Chips (wafers) to use; default: the fewest that hold the model and its cache.")
+@click.option("--batch", type=SIZE, default=1, show_default=True)
+@click.option("--input-len", "input_len", type=SIZE, default=2048, show_default=True)
+@click.option("--output-len", "output_len", type=SIZE, default=256, show_default=True)
+@click.option("--precision", type=DTypeParam(PRECISIONS, short=True, kind="precision"), default="bf16", show_default=True,
+              help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16. "
+                   "Also bfloat16, float16, f8E4M3FN, i8.")
+@click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
+@click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable.")
+@click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def predict(model_name, target_name, chips, batch, input_len, output_len, precision, side, settings, allow_beyond_context,
+            as_json) -> None:
+    """Predict how fast MODEL serves on a target: time to first token, decode step, tokens/s.
+
+    The model is lowered twice (prefill of --input-len tokens; one decode step against a cache of
+    input + output tokens), and both graphs are compiled and costed by the target's pipeline.
+    Input + output tokens must fit the model's context length (max_position_embeddings) unless
+    --allow-beyond-context is given.
+    """
+    from hardware_models.predict import predict_inference
+    from landscape.outputs import require_finite
+    from reference.catalogue import get_entry
+    from reference.models import context_check
+
+    check_model(model_name)
+    target = load_target(target_name, settings)  # checked before the (slow) lowering
+    tokens = input_len + output_len
+    note = context_check(model_name, tokens, f"--input-len {input_len} + --output-len {output_len} = {tokens:,} tokens",
+                         "--input-len + --output-len", allow_beyond_context)
+    entry = get_entry(model_name)  # both graphs' shapes checked (int64 extents) before lowering
+    entry.resolve({"batch": batch, "seq": input_len})
+    entry.resolve({"batch": batch, "seq": tokens, "mode": "decode"})
+    prefill, decode, cache_bytes = lower_for_serving(model_name, side, batch, input_len, output_len, precision)
+    result = predict_inference(prefill, decode, target, model=model_name, batch=batch, input_len=input_len,
+                               output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips)
+    data = {**result.to_dict(), "notes": [note] if note else []}
+    if as_json:
+        print_json(data)
+        return
+    from landscape.render import render_prediction
+
+    require_finite(data)
+    render_prediction(data, precision, side)
+
+
+MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
+
+
+@click.command(name="map")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table (not with --json).")
+@click.option("--model", "model_name", default="llama-3.1-8b", show_default=True,
+              help="The reference model whose KV-cache placement is predicted on each family.")
+def landscape_map_command(as_json, as_markdown, model_name) -> None:
+    """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
+
+    Prose rows come from a data file, numbers from the target files, and the KV-cache row from
+    predicting MODEL (2048 tokens in, 256 out, bf16) on each family's representative target.
+    """
+    from hardware_models.landscape_map import FAMILIES, landscape_map
+    from hardware_models.predict import predict_inference
+    from landscape.units import format_bytes
+    from reference.errors import UnknownName
+    from reference.models import get_model
+
+    check_exclusive(**{"--json": as_json, "--markdown": as_markdown})
+    check_model(model_name)
+    tokens = sum(MAP_TOKENS)
+    if get_model(model_name).max_positions < tokens:
+        fitting = [m for m in model_names() if get_model(m).max_positions >= tokens]
+        raise UnknownName(f"model for the map (it predicts {MAP_TOKENS[0]} + {MAP_TOKENS[1]} tokens; {model_name}'s context is "
+                          f"{get_model(model_name).max_positions})", model_name, fitting)
+    base = landscape_map()
+    prefill, decode, cache = lower_for_serving(model_name, "jax", 1, *MAP_TOKENS)
+    placed = {}
+    for family in FAMILIES:
+        result = predict_inference(prefill, decode, load_target(base.targets[family]), model=model_name, batch=1,
+                                   input_len=MAP_TOKENS[0], output_len=MAP_TOKENS[1], kv_cache_bytes=cache)
+        placed[family] = f"{model_name}: {format_bytes(cache)} in {result.kv_cache_location}"
+    result = landscape_map(placed)
+    if as_json:
+        print_json(result.to_dict())
+    elif as_markdown:
+        click.echo(result.to_markdown())
+    else:
+        from landscape.render import render_map
+
+        render_map(result)
+
+
+def _default_targets() -> str:
+    from hardware_models.families import representative_targets
+
+    return ",".join(representative_targets())
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--targets", "target_list", default=_default_targets, show_default="one target per family",
+              help="Comma-separated targets, each once, or 'all'.")
+@click.option("--phase", type=click.Choice(("prefill", "decode", "both")), default=None, show_default="both",
+              help="For an entry with a mode (block, decoder, models): prefill, one decode step, or both "
+                   "(an entry without phases refuses prefill and decode).")
+@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
+              help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
+@click.option("--dtype", type=DTYPE, default="bfloat16", show_default=True, help=DTYPE_HELP)
+@click.option("--chips", type=SIZE, default=None, help="Force a chip count on every target.")
+@click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False),
+              help="Write report.html, report.json, HLO dumps of both sides, plans, rooflines and traces under DIR "
+                   "(staged beside it and moved into place when complete; locked while running).")
+@click.option("--force", is_flag=True,
+              help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
+def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, as_json) -> None:
+    """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
+
+    Without NAME: one Llama-3.1-8B layer (`block` at llama-3.1-8b's dimensions, batch 1), a
+    prefill of 2048 tokens and one decode step against a 2048-token KV cache. For each phase,
+    target and side: time, bottleneck, kernels, fused groups, chips, padding waste, main-memory
+    bytes, fallbacks; then where the two lowerings differ and what that costs on each target.
+    """
+    from landscape.outputs import OutputDir
+    from landscape.workload import compare_workload, plan_workloads
+    from reference.errors import MalformedInput
+    from reference.spec import parse_assignments
+
+    if force and out_dir is None:
+        raise MalformedInput("--force applies only with --out DIR")
+    targets = [load_target(t) for t in parse_target_list(target_list)]  # an unknown target fails here, before any lowering
+    workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase,  # so do bad names, shapes and lengths
+                               allow_beyond_context=allow_beyond_context)
+    from rich.console import Console
+    from rich.progress import Progress
+
+    err = Console(stderr=True)
+    done = []
+    with OutputDir(out_dir, force) if out_dir is not None else contextlib.nullcontext() as out:  # checked and locked first
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("lowering", total=len(workloads) * (2 + 2 * len(targets)))
+            for workload in workloads:
+                done.append(compare_workload(workload, targets, chips, compile_xla=out is not None,
+                                             progress=lambda label: bar.update(task, advance=1, description=label)))
+        if out is not None:
+            from landscape.report import write_report
+
+            written = out.write(lambda root: write_report(done, targets, root, verbose=verbose()))
+            err.print(f"wrote {len(written)} files under {out_dir}; open {out_dir}/report.html", highlight=False)
+    if as_json:
+        print_json({"comparisons": [result.to_dict() for result, _ in done]})
+        return
+    from landscape.render import render_comparison
+
+    render_comparison([result for result, _ in done])
