@@ -8,8 +8,10 @@ Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per 
     hbm_efficiency    = STREAM triad bandwidth / hbm_bytes_per_s                         (G30, G31, G32)
     launch_overhead_s = t(fp32 add, N = 65,536) - 3 * 4 * N / (hbm_bytes_per_s * hbm_efficiency)
                         (G41's note, measured on an H100: 1.5 us)
-    gemm_efficiency   = busy_s at efficiency 1 / (measured time - launch_overhead_s)
+    gemm_efficiency   = busy_s at efficiency 1 / (measured time - launch_overhead_s - gemm_overhead_s)
                         measured time = 2 M N K / measured FLOP/s                          (G23, G27, G28)
+    gemm_overhead_s   = measured time - the model's time without it, for the 1024^3 GEMM   (G26, an H100;
+                        its tiles and split-K chosen as cost/gpu.py and families/gpu.py say)  carried over)
     allreduce_bus_bytes_per_s = NCCL's bus bandwidth for 8 GB on 8 GPUs                    (G33, G34, G35)
 
 `check` runs the model on every row, fitted or not (the other GEMM sizes, the large vector
@@ -187,13 +189,19 @@ def refit(target) -> dict[str, float]:
         h100 = get_target("h100")
         small = next(r for r in ROWS if r.id == cited["schedule.launch_overhead_s"] and r.size == 65536)
         out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100.main_memory_bytes_per_s * h100["fitted.hbm_efficiency"])
+    if "schedule.gemm_overhead_s" in cited:  # fitted on an H100's row, carried over to the other GPUs
+        h100 = get_target("h100")
+        row = rows[(cited["schedule.gemm_overhead_s"], h100.name)]
+        rest_s = estimate(row_module(row), h100).total.time_s - h100["schedule.gemm_overhead_s"]
+        out["schedule.gemm_overhead_s"] = measured_time_s(row, h100) - rest_s
     if "fitted.gemm_efficiency" in cited:
         row = rows[(cited["fitted.gemm_efficiency"], target.name)]
         at_one = target.with_overrides({"fitted.gemm_efficiency": 1.0})
         launch = out.get("schedule.launch_overhead_s", target["schedule.launch_overhead_s"])
+        overhead = target.get("schedule.gemm_overhead_s") or 0.0  # a family without it has none
         busy = estimate(row_module(row), at_one).total
-        busy_s = busy.time_s - target["schedule.launch_overhead_s"]
-        out["fitted.gemm_efficiency"] = busy_s / (measured_time_s(row, target) - launch)
+        busy_s = busy.time_s - target["schedule.launch_overhead_s"] - overhead
+        out["fitted.gemm_efficiency"] = busy_s / (measured_time_s(row, target) - launch - overhead)
     return out
 
 

@@ -1,7 +1,10 @@
 """compare_lowerings: one program's two compilation paths (PyTorch, JAX) on several targets.
 
 For every target and side: the predicted time, its bottleneck, bytes per memory level, kernels,
-padding waste and host fallbacks, or why the target refused the program (a type it lacks).
+padding waste and host fallbacks, or why the target refused the program (too few chips; a type
+it lacks, under --strict-dtypes). What the compiler took away from a side's lowering is reported
+too (`artifacts`): the upcasts fold_upcasts folded into contractions and what they would have
+cost (the side costed again without that pass), and the types the target lacks and emulates.
 Then what differs between the paths: the IR diff (reference.ir.diff: op histogram, divergent
 segments with their reasons) and, per target, what it costs there, split by kind of kernel:
 
@@ -44,6 +47,21 @@ class SideResult:
     plan: Plan | None = None
     estimate: Estimate | None = None
     refused: str = ""
+    unfolded_s: float | None = None  # the time without fold_upcasts, when it folded anything
+
+    def artifacts(self) -> dict:
+        """What the compiler took away from this side's lowering: the upcasts fold_upcasts folded
+        (each with its op, source line, types and bytes), what the program would have cost with
+        them (unfolded time - time), and the notes on types the target lacks and emulates."""
+        if self.plan is None:
+            return {}
+        folds = [f.to_dict() for f in self.plan.folds]
+        emulated = [n for n in self.plan.notes if "--strict-dtypes" in n]
+        if not folds and not emulated:
+            return {}
+        cost = self.unfolded_s - self.estimate.total.time_s if self.unfolded_s is not None else 0.0
+        return {"upcasts_folded": len(folds), "would_have_cost_s": cost,
+                "saved_bytes": sum(f["saved_bytes"] for f in folds), "folds": folds, "emulated": emulated}
 
     def time_by_kind(self) -> dict[str, float]:
         out = dict.fromkeys(KINDS, 0.0)
@@ -69,6 +87,7 @@ class SideResult:
             "main_memory_level": self.main_level,
             "fallbacks": fallbacks, "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
             "time_by_kind_s": self.time_by_kind(), "notes": d["notes"], "bottleneck_counts": d["bottleneck_counts"],
+            **({"artifacts": self.artifacts()} if self.artifacts() else {}),
         }
 
 
@@ -108,8 +127,18 @@ class Comparison:
         }
 
 
+def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, strict_dtypes: bool = False) -> float | None:
+    """The program's time compiled without fold_upcasts, when the plan folded anything (else None):
+    what the folded upcasts would have cost is this minus the plan's time."""
+    if not plan.folds:
+        return None
+    unfolded = compile_plan(module, target, chips=chips, strict_dtypes=strict_dtypes, without=("fold_upcasts",))
+    return estimate(module, target, "", unfolded).total.time_s
+
+
 def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
-                      chips: int | None = None, progress=None, workload: dict | None = None) -> Comparison:
+                      chips: int | None = None, progress=None, workload: dict | None = None,
+                      strict_dtypes: bool = False) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
@@ -119,9 +148,12 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
         chips: force a chip count on every target.
         progress: called with a short label after each (target, side), for a progress bar.
         workload: what was compared (entry, dtype, shapes, phase, compilers), kept as given.
+        strict_dtypes: refuse a type a target lacks (f64 on a TPU) instead of costing its
+            emulation (`--strict-dtypes`).
 
-    A target that refuses a side (a type it lacks, too few chips) is recorded with its reason;
-    nothing already computed is lost.
+    A target that refuses a side (too few chips; with strict_dtypes, a type it lacks) is recorded
+    with its reason; nothing already computed is lost. A side whose upcasts were folded
+    (fold_upcasts) is also costed without the fold, to say what those artifacts would have cost.
 
     Raises:
         UnknownName: a target name that no target file has (before anything is compiled).
@@ -131,9 +163,10 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
     for target in targets:
         for side, lowering in (("torch", torch_lowering), ("jax", jax_lowering)):
             try:
-                plan = compile_plan(lowering.module, target, chips=chips)
+                plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
                 est = estimate(lowering.module, target, name, plan)
-                results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, plan, est)
+                unfolded = unfolded_time(lowering.module, target, plan, chips, strict_dtypes)
+                results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, plan, est, unfolded_s=unfolded)
             except LandscapeError as err:
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))
             if progress:

@@ -16,6 +16,7 @@ from pathlib import Path
 from hardware_models.families import BUILTIN, get_family
 from hardware_models.target import Target, get_target
 from reference.errors import BadTargetFile
+from reference.units import format_bytes, format_rate
 
 MAP_FILE = Path(__file__).with_name("landscape_map.toml")
 FAMILIES = BUILTIN  # its columns: the built-in families, each with a table in landscape_map.toml
@@ -74,11 +75,11 @@ def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:
     prose = _read_prose()
     targets: dict[str, Target] = {f: get_target(prose[f]["target"]) for f in FAMILIES}
     rows = [(label, {f: prose[f][key] for f in FAMILIES}) for label, key in PROSE]
-    rows.append(("on-chip capacity", {f: f"{on_chip_bytes(t) / 1e6:,.0f} MB" for f, t in targets.items()}))
+    rows.append(("on-chip capacity", {f: format_bytes(on_chip_bytes(t)) for f, t in targets.items()}))
     off_chip = {f: get_family(f).off_chip(t) for f, t in targets.items()}
-    rows.append(("off-chip bandwidth", {f: f"{off_chip[f][0]} {off_chip[f][1] / 1e9:,.0f} GB/s" for f in FAMILIES}))
-    rows.append(("peak FLOP/s (16-bit)", {f: f"{t.peak_16bit_flop_per_s / 1e12:,.0f} TFLOP/s" for f, t in targets.items()}))
-    rows.append(("peak bandwidth", {f: f"{t.main_memory_level.upper()} {t.main_memory_bytes_per_s / 1e12:,.2f} TB/s" for f, t in targets.items()}))
+    rows.append(("off-chip bandwidth", {f: f"{off_chip[f][0]} {format_rate(off_chip[f][1], 'B/s')}" for f in FAMILIES}))
+    rows.append(("peak FLOP/s (16-bit)", {f: format_rate(t.peak_16bit_flop_per_s, "FLOP/s") for f, t in targets.items()}))
+    rows.append(("peak bandwidth", {f: f"{t.main_memory_level.upper()} {format_rate(t.main_memory_bytes_per_s, 'B/s')}" for f, t in targets.items()}))
     rows.append(("ridge point", {f: f"{t.ridge_flop_per_byte:,.1f} FLOP/byte" for f, t in targets.items()}))
     if kv_cache:
         rows.append(("KV-cache placement (predicted)", {f: kv_cache.get(f, "-") for f in FAMILIES}))

@@ -28,7 +28,8 @@ def pass_names(target: Target) -> list[str]:
     return [pass_name(step) for step in target.family_record.pipeline]
 
 
-def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None) -> Plan:
+def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None,
+                 strict_dtypes: bool = False, without: tuple[str, ...] = ()) -> Plan:
     """Run the target family's pipeline over the IR: the compiled result, as data.
 
     Args:
@@ -37,9 +38,14 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
         stop_after: the name of a pass to stop after (to inspect an intermediate plan).
         chips: how many chips (wafers on Cerebras) to use, instead of the fewest that hold the
             program's arguments.
+        strict_dtypes: refuse a floating type the target lacks (f64 on a TPU) instead of
+            costing its emulation (`--strict-dtypes`; resolve_dtypes).
+        without: passes to leave out, to cost what one of them decided (compare costs a plan
+            without fold_upcasts to say what the folded upcasts would have cost).
 
     Raises:
-        UnsupportedDtype: the program uses a floating type the target lacks.
+        UnsupportedDtype: the program uses a floating type the target lacks and cannot emulate
+            (any it lacks, with strict_dtypes).
         UnknownName: an unknown pass name.
         InvalidShape: fewer chips than the program needs.
         InvalidPlan: a pass left the plan inconsistent (a bug in that pass; the error names it).
@@ -50,8 +56,10 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
     if stop_after is not None and stop_after not in names:
         raise UnknownName("pass", stop_after, names)
     ops, notes = expand_workload(module)
-    plan = Plan(target.name, ops, notes=notes, requested_chips=chips)
+    plan = Plan(target.name, ops, notes=notes, requested_chips=chips, strict_dtypes=strict_dtypes)
     for step, name in zip(pipeline, names):
+        if name in without:
+            continue
         start = time.perf_counter()
         before, plan = plan, step(module, plan, target)
         seconds = time.perf_counter() - start

@@ -12,19 +12,20 @@ third op is "main/2:block" and its value "%7" is "main/2:block%7", so every id i
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
 
-from reference.ir import Module, Op, TensorType, category
-from reference.ir.counters import contraction_flops, op_cost
+from reference.ir import Op
+from reference.ir.counters import contraction_flops
 from reference.ir.graph import ELEMENT_BYTES
+from reference.units import format_bytes, format_seconds, plural
 
-# Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
-# value underneath it (a broadcast bias is read at its own size).
-VIEWS = {"reshape", "broadcast_in_dim", "broadcast", "bitcast_convert", "optimization_barrier", "get_tuple_element", "tuple"}
-FREE = {"constant", "return", "call", "while"}
-FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
+from hardware_models.values import (  # noqa: F401  (re-exported: the plan's values, shared by passes and cost models)
+    FALLBACK_OPS, FREE, VIEWS, ValueGraph, Work, group_inputs, group_outputs, group_work, is_fallback_op, is_kernel_op,
+    update_operand,
+)
+
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -44,6 +45,10 @@ class PlannedOp:
     op: Op
     instance: str  # the expanded function instance ("main", "main/2:block")
     repeats: int   # executions per run of the program (layers x loop trips)
+    # A call without a trip count, inlined (hardware_models/values.py): its callee's instance, and
+    # (callee argument, the call's operand) for each argument, both qualified.
+    callee: str = ""
+    binds: tuple[tuple[str, str], ...] = ()
 
     def qualified(self, value: str) -> str:
         return f"{self.instance}{value}"
@@ -103,7 +108,10 @@ class Tiling:
     units: tiles run in parallel (GPU: thread blocks; TPU: MXU folds); steps: how many rounds of
     units the hardware takes (GPU: waves over SMs; TPU: folds per MXU); block: the on-chip reuse
     block (bm, bn) that sets how often A and B are re-read from HBM. On a TPU one MXU is busy
-    steps * cycles_per_step + fill_cycles cycles.
+    steps * cycles_per_step + fill_cycles cycles. On a GPU: split_k cuts k into that many slices
+    of k_slice, each its own thread block, whose f32 partials (workspace_bytes, written and read
+    back) a reduction sums through workspace_level; candidates: how many (tile, split-K) choices
+    the compiler costed to pick this one (families/gpu.py).
     """
 
     shape: GemmShape
@@ -114,6 +122,16 @@ class Tiling:
     block: tuple[int, int]
     cycles_per_step: int = 0  # TPU: cycles per fold with weights double-buffered
     fill_cycles: int = 0      # TPU: the first weight load and the last fold's fill and drain
+    split_k: int = 1          # GPU: slices of k run as separate thread blocks
+    workspace_bytes: int = 0  # GPU: split-K's f32 partials, written and read back
+    workspace_level: str = ""  # GPU: the memory level the partials move through
+    candidates: int = 1       # GPU: (tile, split-K) choices costed
+
+    @property
+    def k_slice(self) -> int:
+        """Depth of k one unit runs: whole tk steps of the padded k, shared over split_k slices."""
+        tk = self.tile[2]
+        return ceil_div(self.padded[2] // tk, self.split_k) * tk
 
     @property
     def padded_flops(self) -> int:
@@ -259,6 +277,59 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Fold:
+    """An upcast compiled away (fold_upcasts): `op` at `where` reads `narrow` instead of a convert
+    to `wide` and accumulates in `wide`; `saved_bytes` are the op-boundary bytes the upcast moved
+    (the convert kernel's read and write when it is gone, and the contraction's wider read)."""
+
+    op: str
+    where: str
+    narrow: str
+    wide: str
+    saved_bytes: int
+    convert_removed: bool = True
+
+    def __str__(self) -> str:
+        return (f"{self.op} at {self.where}: operand upcast {self.narrow}->{self.wide} folded, runs in {self.narrow} "
+                f"accumulating in {self.wide} ({self.saved_bytes:,} B at op boundaries no longer move)")
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "where": self.where, "from": self.narrow, "to": self.wide,
+                "saved_bytes": self.saved_bytes, "convert_removed": self.convert_removed}
+
+
+@dataclass(frozen=True)
+class AttentionShape:
+    """A fused attention kernel (fuse_attention): softmax(Q K^T) V with the scores kept on chip.
+
+    query_rows = batch x query heads x new tokens (one score row each), kv_heads = batch x KV
+    heads, kv_len the keys each row sees: the score matrix has query_rows x kv_len elements and
+    never reaches main memory. `kv_heads_per_sequence` is what tensor parallelism splits
+    (shard_tensor_parallel: `shards` = min(chips, KV heads) chips divide K and V); `kv` are the
+    root values of K and V (a KV cache's buffers in decode); `stack` the kernel it stands for.
+    """
+
+    query_rows: int
+    kv_heads: int
+    kv_heads_per_sequence: int
+    kv_len: int
+    head_dim: int
+    dtype: str
+    kv: tuple[str, ...]
+    stack: str
+    shards: int = 1
+
+    @property
+    def score_elements(self) -> int:
+        return self.query_rows * self.kv_len
+
+    def __str__(self) -> str:
+        return (f"{self.stack}: {self.query_rows:,} query rows against {self.kv_heads} KV heads x {self.kv_len:,} tokens, "
+                f"head_dim {self.head_dim}, {self.dtype}; scores ({self.score_elements:,} elements) stay on chip"
+                + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else ""))
+
+
+@dataclass(frozen=True)
 class PassRecord:
     """One pass of a compilation: its name, the groups after it and its wall time in seconds."""
 
@@ -291,6 +362,10 @@ class Plan:
     notes: tuple[str, ...] = ()
     passes: tuple[PassRecord, ...] = ()
     dtypes: tuple[tuple[str, str], ...] = ()  # (element type, the type the target runs it as), from resolve_dtypes
+    flop_factors: tuple[tuple[str, int], ...] = ()  # (element type, native operations per op) of an emulation, from resolve_dtypes
+    strict_dtypes: bool = False  # --strict-dtypes: a type the target lacks is refused, not emulated
+    folds: tuple[Fold, ...] = ()  # upcasts compiled away, from fold_upcasts
+    attention: dict[int, AttentionShape] = field(default_factory=dict)  # group id -> fused attention, from fuse_attention
 
     def with_(self, **changes) -> "Plan":
         return replace(self, **changes)
@@ -299,26 +374,41 @@ class Plan:
         """The type the target runs `dtype` as, decided once by resolve_dtypes (itself if native)."""
         return dict(self.dtypes).get(dtype, dtype)
 
+    def flop_factor(self, op: Op) -> int:
+        """Native operations per FLOP of `op`: the largest factor of an emulated type among its types
+        (20 for f64 run as double-f32 on a chip without f64; resolve_dtypes), else 1."""
+        factors = dict(self.flop_factors)
+        return max((factors.get(t.dtype, 1) for t in (*op.operand_types, *op.result_types)), default=1) if factors else 1
+
     def value_graph(self) -> "ValueGraph":
         """Producers, consumers and sizes of the plan's values, at the widths the target runs them as."""
         return ValueGraph(self.ops, dict(self.dtypes))
+
+    @functools.cached_property
+    def in_place_updates(self) -> dict[int, int]:
+        """op index -> operand position of the update, for each update in place (ValueGraph.in_place)."""
+        graph = self.value_graph()
+        return {graph.producer[r]: self.ops[graph.producer[r]].operands.index(u) for r, u in graph.in_place.items()}
 
     def group_ops(self, group: Group) -> list[PlannedOp]:
         return [self.ops[i] for i in group.members]
 
     def render(self) -> str:
         """The plan as text: one line per group, then its tiling and bytes per level."""
-        lines = [f"plan for {self.target}: {len(self.groups)} groups from {len(self.ops)} ops"]
-        lines += [f"  pass {p.name}: {p.groups} groups, {p.seconds * 1e3:.2f} ms" for p in self.passes]
+        lines = [f"plan for {self.target}: {plural(len(self.groups), 'group')} from {plural(len(self.ops), 'op')}"]
+        lines += [f"  pass {p.name}: {plural(p.groups, 'group')}, {format_seconds(p.seconds)}" for p in self.passes]
         for g in self.groups:
             ops = "+".join(self.ops[i].op.short_name for i in g.members) or g.label
             lines.append(f"  g{g.id} {g.kind:11s} x{g.repeats:<4d} {ops}   [{scope_of(self, g)}]")
             t = self.tilings.get(g.id)
             if t:
                 s = t.shape
+                split = f" split-K {t.split_k} (k slices of {t.k_slice})" if t.split_k > 1 else ""
                 lines.append(
-                    f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile} padded {t.padded} "
-                    f"({t.padding_waste:.1%} waste), {t.units} units in {t.steps} steps, reuse block {t.block}"
+                    f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile}{split} padded {t.padded} "
+                    f"({t.padding_waste:.1%} waste), {plural(t.units, 'unit')} in {plural(t.steps, 'step')}, reuse block {t.block}"
+                    + (f"; chosen of {t.candidates} candidates" if t.candidates > 1 else "")
+                    + (f"; f32 partials {t.workspace_bytes:,} B through {t.workspace_level}" if t.workspace_bytes else "")
                 )
             slot = self.schedule.get(g.id)
             if slot:
@@ -337,15 +427,23 @@ class Plan:
                       for e in self.dataflow if e.consumer == g.id]
             if inputs:
                 lines.append(f"      fires on: {'; '.join(inputs)}")
+            if g.id in self.attention:
+                lines.append(f"      attention {self.attention[g.id]}")
+            for i in g.members:
+                if i in self.in_place_updates:
+                    op = self.ops[i]
+                    lines.append(f"      {op.op.short_name} writes {op.operands[self.in_place_updates[i]]} into {op.operands[0]} in place "
+                                 f"(a donated buffer: only the update moves)")
             p = self.placements.get(g.id)
             if p:
                 moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)
                 lines.append(f"      bytes {moved}" + (f"; from on chip: {', '.join(p.resident_inputs)}" if p.resident_inputs else ""))
         if self.partition:
             p = self.partition
-            lines.append(f"  partition: {p.chips} chips, {p.tensor_parallel} per layer, {p.stages} pipeline stages "
-                         f"({p.needed_bytes / 1e9:.2f} GB over {p.chip_bytes / 1e6:.0f} MB usable per chip)"
+            lines.append(f"  partition: {plural(p.chips, 'chip')}, {p.tensor_parallel} per layer, {plural(p.stages, 'pipeline stage')} "
+                         f"({format_bytes(p.needed_bytes)} over {format_bytes(p.chip_bytes)} usable per chip)"
                          + (f"; weights {p.mode}" if p.mode else ""))
+        lines += [f"  fold: {f}" for f in self.folds]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -356,12 +454,14 @@ class Plan:
                               "stages": self.partition.stages, "mode": self.partition.mode}} if self.partition else {}),
             "passes": [[p.name, p.groups] for p in self.passes],  # wall times vary: render() shows them
             "notes": list(self.notes),
+            **({"folds": [f.to_dict() for f in self.folds]} if self.folds else {}),
             "groups": [
                 {
                     "id": g.id, "kind": g.kind, "repeats": g.repeats, "scope": scope_of(self, g),
                     "ops": [self.ops[i].op.short_name for i in g.members],
                     **({"tiling": _tiling_dict(self.tilings[g.id])} if g.id in self.tilings else {}),
                     **({"bytes": dict(self.placements[g.id].bytes)} if g.id in self.placements else {}),
+                    **({"attention": str(self.attention[g.id])} if g.id in self.attention else {}),
                 }
                 for g in self.groups
             ],
@@ -372,7 +472,8 @@ def _tiling_dict(t: Tiling) -> dict:
     s = t.shape
     return {"batch": s.batch, "m": s.m, "n": s.n, "k": s.k, "dtype": s.dtype, "tile": list(t.tile),
             "padded": list(t.padded), "units": t.units, "steps": t.steps, "block": list(t.block),
-            "padding_waste": t.padding_waste}
+            "padding_waste": t.padding_waste, "split_k": t.split_k, "k_slice": t.k_slice,
+            "workspace_bytes": t.workspace_bytes, "workspace_level": t.workspace_level, "candidates": t.candidates}
 
 
 def scope_of(plan: Plan, group: Group) -> str:
@@ -382,129 +483,6 @@ def scope_of(plan: Plan, group: Group) -> str:
         if origin.scope or origin.source:
             return origin.scope or origin.source
     return group.instance
-
-
-def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
-    """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
-    return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views
-
-
-def is_fallback_op(p: PlannedOp) -> bool:
-    return not p.op.known or p.op.short_name in FALLBACK_OPS or category(p.op) == "unknown"
-
-
-class ValueGraph:
-    """Producers, consumers, view aliases and sizes of every value in a plan's ops."""
-
-    def __init__(self, ops: tuple[PlannedOp, ...], runs_as: dict[str, str] | None = None):
-        self.runs_as = runs_as or {}  # element type -> the type the target runs it as (its width counts)
-        self.producer: dict[str, int] = {}
-        self.consumers: dict[str, list[int]] = {}
-        self.alias: dict[str, str] = {}  # view result -> the value it views
-        self.types: dict[str, TensorType] = {}
-        self.splat: set[str] = set()
-        self.views_of: dict[str, list[str]] = {}
-        self.view_ops: set[int] = set()  # indices of ops that only alias (their reads are not reads)
-        for p in ops:
-            for value, typ in zip(p.results, p.op.result_types):
-                self.producer[value] = p.index
-                self.types[value] = typ
-            if p.op.short_name in VIEWS and p.operands:
-                self.view_ops.add(p.index)
-                for value in p.results:
-                    self.alias[value] = p.operands[0]
-                    self.views_of.setdefault(p.operands[0], []).append(value)
-            if p.op.short_name == "constant" and p.op.splat is not None:
-                self.splat.update(p.results)
-            for value, typ in zip(p.operands, p.op.operand_types):
-                self.types.setdefault(value, typ)
-                self.consumers.setdefault(value, []).append(p.index)
-            if p.op.short_name == "return":  # a returned value leaves its instance: written out
-                for value in p.operands:
-                    self.consumers.setdefault(value, []).append(-1)
-        # A transpose read only by contractions is a layout choice, not a copy: cuBLAS takes a
-        # transposed operand and XLA's layout assignment folds it into the dot.
-        self.layout_views: set[int] = set()
-        for p in ops:
-            if p.op.short_name == "transpose" and p.results:
-                users = self.users(p.results[0])
-                if users and all(u >= 0 and category(ops[u].op) == "contraction" for u in users):
-                    self.alias[p.results[0]] = p.operands[0]
-                    self.views_of.setdefault(p.operands[0], []).append(p.results[0])
-                    self.layout_views.add(p.index)
-                    self.view_ops.add(p.index)
-
-    def root(self, value: str) -> str:
-        while value in self.alias:
-            value = self.alias[value]
-        return value
-
-    def nbytes(self, value: str) -> int:
-        """The value's bytes at the width the target runs its type as (f16 emulated as f32: 4)."""
-        root = self.root(value)
-        typ = self.types[root]
-        width = ELEMENT_BYTES.get(self.runs_as.get(typ.dtype, typ.dtype))
-        per_element = width if width is not None else typ.nbytes // max(typ.elements, 1)
-        return per_element if root in self.splat else per_element * typ.elements
-
-    def users(self, value: str) -> list[int]:
-        """Ops that read the value, directly or through views (-1: returned)."""
-        out = [u for u in self.consumers.get(value, []) if u not in self.view_ops]
-        for view in self.views_of.get(value, []):
-            out += self.users(view)
-        return out
-
-
-def group_inputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
-    """Root values the group reads from outside itself (weights, activations), each once."""
-    members = set(group.members)
-    seen: dict[str, None] = {}
-    for p in plan.group_ops(group):
-        for value in p.operands:
-            root = graph.root(value)
-            if graph.producer.get(root) not in members:
-                seen.setdefault(root)
-    return list(seen)
-
-
-def group_outputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
-    """Values the group writes out: read by another group or returned."""
-    members = set(group.members)
-    out = []
-    for p in plan.group_ops(group):
-        for value in p.results:
-            if any(u == -1 or u not in members for u in graph.users(value)):
-                out.append(value)
-    return out
-
-
-class Work(NamedTuple):
-    """What one execution of a group computes and touches, counted once for every cost model.
-
-    flops: every member's FLOPs; transcendentals; bytes: op-boundary bytes (each member's operands
-    and results); contraction_flops: the contraction's own (0 for a group without one), so the
-    epilogue (the work fused after a matmul) is flops - contraction_flops.
-    """
-
-    flops: int
-    transcendentals: int
-    bytes: int
-    contraction_flops: int = 0
-
-    @property
-    def epilogue_flops(self) -> int:
-        return self.flops - self.contraction_flops
-
-
-def group_work(plan: Plan, module: Module, group: Group) -> Work:
-    """The Work of one execution of the group."""
-    flops = trans = moved = 0
-    for p in plan.group_ops(group):
-        cost = op_cost(p.op, module)
-        flops, trans, moved = flops + cost.flops, trans + cost.transcendentals, moved + cost.bytes_accessed
-    first = plan.ops[group.members[0]].op if group.members else None
-    contraction = contraction_flops(first) if group.kind == "contraction" and first is not None else 0
-    return Work(flops, trans, moved, contraction)
 
 
 def gemm_shape(op: Op, runs_as: str) -> GemmShape:

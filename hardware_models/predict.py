@@ -78,6 +78,7 @@ def predict_inference(prefill: Module, decode: Module, target: Target, *, model:
     prefill_plan = compile_plan(prefill, target, chips=used if decode_plan.partition else chips)
     decode_est = estimate(decode, target, f"{model} decode", decode_plan)
     prefill_est = estimate(prefill, target, f"{model} prefill", prefill_plan)
-    location = target.main_memory_level + (f" across {used} chips" if used > 1 else "")
+    unit = target.family_record.chip_unit  # what --chips counts
+    location = target.main_memory_level + (f" across {used} {unit}s" if used > 1 else "")
     return Prediction(model, target.name, batch, input_len, output_len, used, prefill_est.total.time_s,
                       decode_est.total.time_s, kv_cache_bytes, location, decode_est.bottleneck, prefill_est, decode_est)

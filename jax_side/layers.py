@@ -81,8 +81,11 @@ class Attention(nnx.Module):
         self.cfg = cfg  # static: the RoPE constants are computed at trace time, not stored as state
 
     def __call__(self, x_btd, k_cache=None, v_cache=None):
+        """k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
+        last; the new keys and values are written into them with dynamic_update_slice (in place when
+        the caller donates the buffers, jax.jit's donate_argnums) and attention reads them once."""
         b, t, _ = x_btd.shape
-        past = 0 if k_cache is None else k_cache.shape[2]
+        past = 0 if k_cache is None else k_cache.shape[2] - t
         with jax.named_scope("q_proj"):
             q = self.q_proj(x_btd).reshape(b, t, self.n_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, N, T, H]
         with jax.named_scope("k_proj"):
@@ -93,7 +96,8 @@ class Attention(nnx.Module):
             inv_freq = rope_frequencies(self.head_dim, self.cfg.rope_theta, self.cfg.rope_scaling)
             q, k = apply_rope(q, inv_freq, past), apply_rope(k, inv_freq, past)
         if k_cache is not None:
-            k, v = jnp.concatenate([k_cache, k], axis=2), jnp.concatenate([v_cache, v], axis=2)
+            k = jax.lax.dynamic_update_slice(k_cache, k, (0, 0, past, 0))
+            v = jax.lax.dynamic_update_slice(v_cache, v, (0, 0, past, 0))
         with jax.named_scope("sdpa"):
             o = sdpa_bnth(q, k, v, causal=k_cache is None)
         o = o.transpose(0, 2, 1, 3).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
@@ -203,8 +207,8 @@ class Decoder(nnx.Module):
         self.lm_head = None if cfg.tie_embeddings else linear(cfg.d_model, cfg.vocab, False, dtype, rngs)
 
     def __call__(self, ids_bt, k_cache=None, v_cache=None):
-        """k_cache, v_cache: [L, B, K, S-1, H] in decode, None in prefill."""
-        past = 0 if k_cache is None else k_cache.shape[3]
+        """k_cache, v_cache: [L, B, K, S, H] in decode (the new token's slot last), None in prefill."""
+        past = 0 if k_cache is None else k_cache.shape[3] - ids_bt.shape[1]
         x = embed_tokens(self.embed, self.pos_embed, ids_bt, past)
         for i, layer in enumerate(self.layers):
             caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])

@@ -95,8 +95,9 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
         lower_module(nnx.eval_shape(lambda: Block(cfg, dt, rngs())), x, *caches, name=f"{name}.block"),
         lower_module(nnx.eval_shape(lambda: Epilogue(cfg, dt, rngs())), x, name=f"{name}.epilogue"),
     )
-    module, params = compose_regional(
-        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings)
+    module, params, buffers = compose_regional(
+        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
+        n_state=tuple(p.state_args for p in parts),
     )
     stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("jaxpr", "stablehlo")}
-    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, xla_cost={})
+    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers, xla_cost={})

@@ -19,6 +19,7 @@ from landscape.options import (
     note_on_stderr, print_json, shape_options, verbose,
 )
 from landscape.outputs import check_output_dir, check_output_file, dump_json, write_file
+from landscape.serve_cli import STRICT_DTYPES_HELP
 from landscape.serving import SIDES, lower_named, lowering_from_file
 
 __all__ = ["DTYPE", "DTypeParam", "cli", "load_target", "main"]
@@ -183,7 +184,7 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
     if as_json:
         print_json(data)
         return
-    from landscape.units import format_bytes
+    from reference.units import format_bytes
 
     for key in ("flops", "transcendentals", "bytes_accessed", "param_bytes"):
         scaled = f"  ({format_bytes(data[key])})" if "bytes" in key else ""
@@ -275,8 +276,9 @@ def gemm(m, n, k, array, dataflow, as_json) -> None:
 
 
 def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings, chips=None,
-                  allow_beyond_context=False):
-    """(target, plan, estimate, context note) for NAME lowered on one side, or a StableHLO file."""
+                  allow_beyond_context=False, strict_dtypes=False, cost_artifacts=False):
+    """(target, plan, estimate, context note) for NAME lowered on one side, or a StableHLO file.
+    `cost_artifacts`: when upcasts were folded, note what they would have cost (compiled again without the fold)."""
     from hardware_models.estimate import estimate as estimate_module
     from hardware_models.pipelines import compile_plan
 
@@ -284,21 +286,34 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
     check_name_or_file(command, name, from_file)
     checked = checked_shapes(name, shapes, allow_beyond_context) if from_file is None else ({}, None)
     lowering = _lowering_for(command, name, from_file, side, shapes, dtype, flat, checked=checked)
-    plan = compile_plan(lowering.module, target, chips=chips)
+    plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
-    return target, plan, estimate_module(lowering.module, target, label, plan), checked[1]
+    result = estimate_module(lowering.module, target, label, plan)
+    if cost_artifacts and plan.folds:
+        from hardware_models.compare import unfolded_time
+        from reference.units import format_seconds
+
+        saved = unfolded_time(lowering.module, target, plan, chips, strict_dtypes) - result.total.time_s
+        result = dataclasses.replace(result, notes=(*result.notes, f"artifacts compiled away: {len(plan.folds)} upcasts folded "
+                                                    f"into contractions (fold lines above); they would have cost {format_seconds(saved)} more"))
+    return target, plan, result, checked[1]
 
 
 @cli.command()
 @click.argument("name", required=False)
 @estimate_options
 @click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
+@click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, show_plan,
-             trace_path, as_json) -> None:
+             strict_dtypes, trace_path, as_json) -> None:
     """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
+
+    A floating type the target lacks (f64 on a TPU: torch-mlir's LayerNorm variance) is costed as
+    its emulation and noted, unless --strict-dtypes. With --plan, upcasts compiled away into
+    contractions are listed, with what they would have cost.
 
     NAME is lowered on one side, compiled by the target's passes (fusion, tiling and padding,
     memory placement) and costed. Each row is one kernel (a fused group): its ops, FLOPs,
@@ -311,7 +326,7 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
         check_output_file(trace_path, "--trace")
         check_traceable(load_target(target_name, settings))
     target, plan, result, note = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file,
-                                               settings, chips, allow_beyond_context)
+                                               settings, chips, allow_beyond_context, strict_dtypes, cost_artifacts=show_plan)
     data = result.to_dict()
     data["notes"] = [*data["notes"], *([note] if note else [])]
     if trace_path is not None:
@@ -347,11 +362,11 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
     check_output_file(out_path, "--out")
     target, plan, result, note = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file,
                                                settings, chips, allow_beyond_context)
-    from hardware_models.cost.roofline import schedule_spans
+    from hardware_models.cost.roofline import chip_shares, schedule_spans
     from landscape.roofline_plot import plot_roofline, roofline_title
 
     points = []
-    write_file(out_path, writer=lambda tmp: points.extend(plot_roofline(result, target, tmp, schedule_spans(plan, target))))
+    write_file(out_path, writer=lambda tmp: points.extend(plot_roofline(result, target, tmp, schedule_spans(plan, target), chip_shares(plan))))
     counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}
     click.echo(f"wrote {out_path}: {roofline_title(result, target, points)} ({', '.join(f'{k}-bound {v}' for k, v in counts.items())})")
     if note:

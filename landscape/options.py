@@ -35,6 +35,10 @@ class DecimalRange(click.IntRange):
                 self.fail(f"{value!r} is not an integer in plain decimal digits", param, ctx)
         return super().convert(int(value) if not isinstance(value, int) else value, param, ctx)
 
+    def _describe_range(self) -> str:
+        """--help's range: 'x>=1' where the top is int64's (a limit no one types), '0<=x<=4294967295' otherwise."""
+        return f"x>={self.min}" if self.max == INT64_MAX else super()._describe_range()
+
 
 # A size, count or length option: an integer in [1, int64], plain decimal digits.
 SIZE = DecimalRange(min=1, max=INT64_MAX)
@@ -125,7 +129,10 @@ def parse_target_list(text: str) -> list[str]:
     valid = list(load_targets())
     if text.strip() == "all":
         return valid
-    names = [t.strip() for t in text.split(",") if t.strip()]
+    names = [t.strip() for t in text.split(",")]
+    if any(names) and not all(names):
+        raise MalformedInput(f"--targets {text!r} has an empty item; give names separated by single commas; valid: {', '.join(valid)}")
+    names = [n for n in names if n]
     if not names:
         raise MalformedInput(f"--targets is empty; give a comma-separated list or 'all'; valid: {', '.join(valid)}")
     twice = sorted({n for n in names if names.count(n) > 1})

@@ -1,14 +1,14 @@
 """Terminal renderings of the CLI's results, as rich tables: pure functions of the result objects.
 
 Kept apart from landscape/cli.py (the composition root), which parses and calls; these only
-draw what `to_dict()` already holds. Every time, size and rate goes through landscape/units.py.
+draw what `to_dict()` already holds. Every time, size and rate goes through reference/units.py.
 """
 
 from __future__ import annotations
 
 import re
 
-from landscape.units import format_bytes, format_percent, format_rate, format_seconds
+from reference.units import format_bytes, format_percent, format_rate, format_seconds, plural
 
 SEGMENTS_SHOWN = 8  # divergent segments printed by `compare`; the rest are counted
 XLA_METADATA = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
@@ -52,7 +52,7 @@ def render_estimate(result, extra_notes=()) -> None:
     console.print(table)
     by_level = ", ".join(f"{lv} {format_bytes(b)}" for lv, b in data["bytes"].items())
     console.print(
-        f"total {format_seconds(data['total_time_s'])} over {data['kernels']} kernels: compute {format_seconds(data['compute_s'])}, "
+        f"total {format_seconds(data['total_time_s'])} over {plural(data['kernels'], 'kernel')}: compute {format_seconds(data['compute_s'])}, "
         f"memory {format_seconds(data['memory_s'])}, schedule {format_seconds(data['schedule_s'])}; {data['flops']:.4g} FLOPs; "
         f"{by_level}; utilization {data['utilization']:.1%}"
     )
@@ -76,9 +76,19 @@ def render_targets(loaded: dict) -> None:
         table.add_row(
             escape(t.name), escape(get_family(t.family).describe()), escape(t.description),
             format_rate(t.peak_16bit_flop_per_s, "FLOP/s"), f"{format_bytes(t.main_memory_bytes)} {t.main_memory_level.upper()}",
-            format_rate(t.main_memory_bytes_per_s, "B/s"), f"{t.ridge_flop_per_byte:.0f}",
+            format_rate(t.main_memory_bytes_per_s, "B/s"), f"{t.ridge_flop_per_byte:.3g}",
         )
     Console(width=160).print(table)
+
+
+def kind_deltas(cost: dict[str, float]) -> str:
+    """'contraction -48.7 ns, data movement +2.47 µs': the kinds whose cost differs (a difference
+    that rounds to zero is left out); 'no difference' when none does; an empty `cost` means a
+    side was refused."""
+    if not cost:
+        return "refused on one side"
+    parts = [f"{kind} {text}" for kind, delta in cost.items() if (text := format_seconds(delta, signed=True)) != "0 s"]
+    return ", ".join(parts) or "no difference"
 
 
 def bound_counts(row: dict) -> str:
@@ -96,6 +106,22 @@ def _workload_lines(data: dict) -> list[str]:
     return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
             "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items()),
             *(f"note: {note}" for note in w.get("notes", []))]
+
+
+def artifact_lines(data: dict) -> list[str]:
+    """compare's "artifacts compiled away" section: per target and side, the upcasts folded into
+    contractions and what they would have cost, and the types the target lacks and emulates."""
+    lines = []
+    for row in data["results"]:
+        a = row.get("artifacts")
+        if not a:
+            continue
+        if a["upcasts_folded"]:
+            lines.append(f"  {row['target']} {row['side']}: {a['upcasts_folded']} upcasts folded into contractions "
+                         f"({', '.join(sorted({f['from'] + '->' + f['to'] for f in a['folds']}))}); unfolded they would have cost "
+                         f"{format_seconds(a['would_have_cost_s'])} more and moved {format_bytes(a['saved_bytes'])} more")
+        lines += [f"  {row['target']} {row['side']}: {note}" for note in a["emulated"]]
+    return ["Artifacts of a lowering compiled away or emulated (--strict-dtypes refuses a missing type instead):", *lines] if lines else []
 
 
 def render_comparison(results) -> None:
@@ -136,8 +162,9 @@ def render_comparison(results) -> None:
         console.print("What the JAX path costs against the PyTorch path, by kind of kernel (+ is slower):")
         for target in result.targets:
             cost = result.difference_cost(target)
-            parts = ", ".join(f"{kind} {format_seconds(delta, signed=True)}" for kind, delta in cost.items()) or "refused on one side"
-            console.print(escape(f"  {target}: {parts}"))
+            console.print(escape(f"  {target}: {kind_deltas(cost)}"))
+        for line in artifact_lines(data):
+            console.print(escape(line))
         hist = {op: v for op, v in data["diff"]["histogram"].items() if v[0] != v[1]}
         if hist:
             console.print("Ops whose counts differ (torch/jax): " + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))

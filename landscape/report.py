@@ -21,12 +21,12 @@ import html
 from pathlib import Path
 
 from hardware_models.compare import Comparison
-from hardware_models.cost.roofline import schedule_spans
+from hardware_models.cost.roofline import chip_shares, schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
 from landscape.outputs import dump_json
-from landscape.render import bound_counts, xla_text
+from landscape.render import bound_counts, kind_deltas, xla_text
 from landscape.roofline_plot import plot_roofline
-from landscape.units import format_bytes, format_percent, format_seconds
+from reference.units import format_bytes, format_percent, format_seconds
 
 # One line each, on the page under "How to read it".
 DEFINITIONS = {
@@ -77,7 +77,7 @@ def write_report(comparisons: list[tuple[Comparison, dict]], targets: list, out_
             write(base / "plans" / f"{target_name}.{side}.txt", side_result.plan.render() + "\n")
             figures = [base / "rooflines" / f"{target_name}.{side}{suffix}" for suffix in (".png", ".svg")]
             figures[0].parent.mkdir(parents=True, exist_ok=True)
-            plot_roofline(side_result.estimate, target, figures, schedule_spans(side_result.plan, target))
+            plot_roofline(side_result.estimate, target, figures, schedule_spans(side_result.plan, target), chip_shares(side_result.plan))
             written.extend(figures)
             svgs[(phase_dir(result), target_name, side)] = figures[1].read_text()
             if scheduled(target.family):
@@ -150,15 +150,16 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
             f"<td>{format_bytes(r['main_memory_bytes'])} {e(r.get('main_memory_level', '').upper())}</td>"
             f"<td>{e(', '.join(r['fallbacks']) or '-')}</td><td>{links}</td></tr>")
     deltas = "".join(
-        f"<tr><td>{e(t)}</td><td>{e(', '.join(f'{k} {format_seconds(v, signed=True)}' for k, v in d.items()) or 'refused on one side')}</td></tr>"
+        f"<tr><td>{e(t)}</td><td>{e(kind_deltas(d))}</td></tr>"
         for t, d in data["difference_cost_s"].items())
     hist = "".join(f"<tr><td>{e(op)}</td><td>{a}</td><td>{b}</td></tr>"
                    for op, (a, b) in sorted(data["diff"]["histogram"].items()) if a != b)
     segments = "".join(f"<li>segment {d['segment']} after <code>{e(d['after'])}</code>: {e('; '.join(d['reasons']))}</li>"
                        for d in data["diff"]["divergences"])
+    order = {t: i for i, t in enumerate(data.get("targets", []))}  # the table's order, not the alphabet's
     figures = "".join(
         f"<figure><figcaption>{e(t)} ({e(details.get(t, {}).get('kind', ''))}) · {e(s)}</figcaption>{svg[svg.find('<svg'):]}</figure>"
-        for (p, t, s), svg in sorted(svgs.items()) if p == ph)
+        for (p, t, s), svg in sorted(svgs.items(), key=lambda kv: (order.get(kv[0][1], len(order)), kv[0])) if p == ph)
     w = data.get("workload") or {}
     text = w.get("phase_text", "")
     heading = e(text[:1].upper() + text[1:]) if ph else "Results"
@@ -212,15 +213,19 @@ figure svg {{ width: 100%; height: auto; }}
     const rows = Array.from(section.querySelectorAll("table.results tr[data-target]"));
     const byTarget = {{}};
     rows.forEach(r => (byTarget[r.dataset.target] = byTarget[r.dataset.target] || []).push(r));
-    let jaxFaster = 0;
+    let jaxFaster = 0, ties = 0;
     Object.values(byTarget).forEach(pair => {{
       if (pair.length !== 2) return;
-      const fast = pair.reduce((a, b) => (Number(a.dataset.time) <= Number(b.dataset.time) ? a : b));
+      const [a, b] = pair.map(r => Number(r.dataset.time));
+      if (!(a > 0 && b > 0)) return;
+      if (Math.abs(a - b) <= 1e-9 * Math.max(a, b)) {{ ties += 1; return; }}  // a tie is painted for neither
+      const fast = a < b ? pair[0] : pair[1];
       fast.classList.add("faster");
       if (fast.dataset.side === "jax") jaxFaster += 1;
     }});
     section.querySelector(".summary").textContent =
-      Object.keys(byTarget).length + " targets costed; the JAX path is faster on " + jaxFaster + " (in green).";
+      Object.keys(byTarget).length + " targets costed; the JAX path is faster on " + jaxFaster + " (in green)" +
+      (ties ? "; " + ties + " tied" : "") + ".";
   }});
   document.body.dataset.ready = "1";
 }})();

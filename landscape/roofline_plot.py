@@ -11,12 +11,13 @@ named on the plot.
 from __future__ import annotations
 
 import os
+import textwrap
 from collections.abc import Sequence
 
 from hardware_models.cost.model import Estimate
 from hardware_models.cost.roofline import Point, ceilings, roofline_points
 from hardware_models.target import Target
-from landscape.units import format_rate, format_seconds
+from reference.units import format_rate, format_seconds
 from reference.ir.from_stablehlo import DATA_MOVEMENT
 
 MARKERS = {"compute": ("o", "tab:blue"), "memory": ("s", "tab:green"), "schedule": ("x", "tab:red")}
@@ -67,10 +68,11 @@ def _short(label: str) -> str:
 
 
 def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Sequence[str | os.PathLike],
-                  spans: dict[int, float] | None = None) -> list[Point]:
-    """Draw the roofline to `path` (.png or .svg, by its suffix; a list of paths draws once and
-    saves each); returns the points drawn. `spans`: `schedule_spans(plan, target)` for a
-    statically scheduled target."""
+                  spans: dict[int, float] | None = None, shares: dict[int, int] | None = None) -> list[Point]:
+    """Draw one chip's roofline to `path` (.png or .svg, by its suffix; a list of paths draws
+    once and saves each); returns the points drawn. `spans`: `schedule_spans(plan, target)` for
+    a statically scheduled target; `shares`: `chip_shares(plan)` where kernels are split over
+    chips."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -81,7 +83,7 @@ def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Seque
     from matplotlib.ticker import FuncFormatter, LogLocator
 
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
-    points = roofline_points(est, target.main_memory_level, spans)
+    points = roofline_points(est, target.main_memory_level, spans, shares)
     scopes = {g.group: _scope(g.scope) for g in est.groups}
     compute, memory = ceilings(target)
     level = target.main_memory_level.upper()
@@ -118,10 +120,11 @@ def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Seque
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_rate(v, "FLOP/s")))
     ax.set_xlabel(f"arithmetic intensity (FLOP / {level} byte)")
     ax.set_ylabel("attained FLOP/s")
-    ax.set_title(roofline_title(est, target, points), fontsize=9)
+    title = roofline_title(est, target, points) + ("; FLOPs per chip of split kernels" if shares else "")
+    ax.set_title("\n".join(textwrap.wrap(title, 100)), fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="major", alpha=0.2)
-    fig.subplots_adjust(left=0.16, right=0.97, top=0.93, bottom=0.1)  # fixed margins: tight_layout costs ~0.5 s
+    fig.subplots_adjust(left=0.16, right=0.97, top=0.91, bottom=0.1)  # fixed margins: tight_layout costs ~0.5 s
     for out in paths:
         fig.savefig(out, metadata={"Date": None} if str(out).endswith(".svg") else None)
     plt.close(fig)

@@ -15,6 +15,9 @@ from landscape.options import (
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
+STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Groq, Cerebras or Spyre: torch-mlir's "
+                      "LayerNorm variance) instead of costing its emulation.")
+
 
 @click.command()
 @click.option("--model", "model_name", required=True, help="A published model config (llama-3.1-8b, ...; see `landscape kernels`).")
@@ -46,6 +49,7 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
 
     check_model(model_name)
     target = load_target(target_name, settings)  # checked before the (slow) lowering
+    check_precision(precision, target)
     tokens = input_len + output_len
     note = context_check(model_name, tokens, f"--input-len {input_len} + --output-len {output_len} = {tokens:,} tokens",
                          "--input-len + --output-len", allow_beyond_context)
@@ -65,6 +69,28 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     render_prediction(data, precision, side)
 
 
+def check_precision(precision: str, target) -> None:
+    """Refuse, before lowering, a --precision whose type the target neither runs nor emulates,
+    naming the precisions it does take: "h100 has no int8; choose --precision bf16|fp16|fp8"."""
+    from reference.dtypes import get_dtype
+    from reference.errors import LandscapeError, UnsupportedDtype
+
+    class NoSuchPrecision(UnsupportedDtype):
+        def __init__(self, short: str, valid: tuple[str, ...]):
+            self.entry, self.dtype, self.valid = f"target {target.name}", short, valid
+            LandscapeError.__init__(self, f"{target.name} has no {short}; choose --precision {'|'.join(valid)}")
+
+    def runs(p: str) -> bool:
+        try:
+            target.runs_as(get_dtype(p).mlir)
+            return True
+        except UnsupportedDtype:
+            return False
+
+    if not runs(precision):
+        raise NoSuchPrecision(get_dtype(precision).short, tuple(get_dtype(p).short for p in PRECISIONS if runs(p)))
+
+
 MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
 
 
@@ -81,7 +107,7 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """
     from hardware_models.landscape_map import FAMILIES, landscape_map
     from hardware_models.predict import predict_inference
-    from landscape.units import format_bytes
+    from reference.units import format_bytes
     from reference.errors import UnknownName
     from reference.models import get_model
 
@@ -133,8 +159,9 @@ def _default_targets() -> str:
                    "(staged beside it and moved into place when complete; locked while running).")
 @click.option("--force", is_flag=True,
               help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).")
+@click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
-def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, as_json) -> None:
+def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, as_json) -> None:
     """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
 
     Without NAME: one Llama-3.1-8B layer (`block` at llama-3.1-8b's dimensions, batch 1), a
@@ -162,7 +189,8 @@ def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context
             task = bar.add_task("lowering", total=len(workloads) * (2 + 2 * len(targets)))
             for workload in workloads:
                 done.append(compare_workload(workload, targets, chips, compile_xla=out is not None,
-                                             progress=lambda label: bar.update(task, advance=1, description=label)))
+                                             progress=lambda label: bar.update(task, advance=1, description=label),
+                                             strict_dtypes=strict_dtypes))
         if out is not None:
             from landscape.report import write_report
 

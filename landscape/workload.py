@@ -121,8 +121,9 @@ def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | N
 
 
 def compare_workload(workload: Workload, targets: list, chips: int | None = None, compile_xla: bool = False,
-                     progress=None):
-    """Lower the workload on both sides and compare the two programs on every target.
+                     progress=None, strict_dtypes: bool = False):
+    """Lower the workload on both sides and compare the two programs on every target
+    (`strict_dtypes`: refuse a type a target lacks instead of costing its emulation).
 
     Returns:
         (hardware_models.compare.Comparison, {side: Lowering}).
@@ -137,5 +138,5 @@ def compare_workload(workload: Workload, targets: list, chips: int | None = None
         if progress:
             progress(f"lowered {side}")
     result = compare_lowerings(lowered["torch"], lowered["jax"], targets, workload.entry, chips,
-                               progress=progress, workload=workload.to_dict())
+                               progress=progress, workload=workload.to_dict(), strict_dtypes=strict_dtypes)
     return result, lowered

@@ -51,15 +51,20 @@ class Attention(nn.Module):
         self.rotary = Rotary(h, cfg.rope_theta, cfg.rope_scaling) if cfg.uses_rope else None
 
     def forward(self, x_btd, k_cache=None, v_cache=None):
+        """k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
+        last. The new keys and values are written into those slots (`slice_scatter`, which torch-mlir
+        lowers to a scatter at a constant index: an update in place of a donated buffer, as XLA and
+        TensorRT-LLM run it), and attention reads the buffer once. Returns (o, k, v): the updated buffers."""
         b, t, _ = x_btd.shape
-        past = 0 if k_cache is None else k_cache.shape[2]
+        past = 0 if k_cache is None else k_cache.shape[2] - t
         q = self.q_proj(x_btd).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # [B, N, T, H]
         k = self.k_proj(x_btd).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # [B, K, T, H]
         v = self.v_proj(x_btd).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary is not None:
             q, k = self.rotary(q, past), self.rotary(k, past)
         if k_cache is not None:
-            k, v = torch.cat((k_cache, k), dim=2), torch.cat((v_cache, v), dim=2)  # [B, K, S, H]
+            k = torch.slice_scatter(k_cache, k, dim=2, start=past, end=past + t)  # [B, K, S, H]
+            v = torch.slice_scatter(v_cache, v, dim=2, start=past, end=past + t)
         # Prefill: causal over equal-length q and k. Decode: one query sees the whole cache.
         o = F.scaled_dot_product_attention(q, k, v, is_causal=k_cache is None, enable_gqa=True)
         o = o.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
@@ -169,8 +174,8 @@ class Decoder(nn.Module):
         self.lm_head = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab, bias=False, dtype=dtype)
 
     def forward(self, ids_bt, k_cache=None, v_cache=None):
-        """k_cache, v_cache: [L, B, K, S-1, H] in decode, None in prefill."""
-        past = 0 if k_cache is None else k_cache.shape[3]
+        """k_cache, v_cache: [L, B, K, S, H] in decode (the new token's slot last), None in prefill."""
+        past = 0 if k_cache is None else k_cache.shape[3] - ids_bt.shape[1]
         x = embed_tokens(self.embed, self.pos_embed, ids_bt, past)
         for i, layer in enumerate(self.layers):
             caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])

@@ -8,6 +8,7 @@ easily as a small one. Modules are created with their dtype set at construction,
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import torch
@@ -44,8 +45,11 @@ def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lo
     """
     from torch_mlir import fx
 
+    # State is weights, then buffers (Rotary's inv_freq): graph inputs in that order, before the
+    # activations, and recorded as such so that no buffer is ever wired as an activation.
     params = dict(module.named_parameters())
-    state = {**params, **dict(module.named_buffers())}
+    buffers = dict(module.named_buffers())
+    state = {**params, **buffers}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
@@ -56,9 +60,14 @@ def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lo
     text = mlir_module.operation.get_asm(enable_debug_info=True)
     ir_module = verify(parse_stablehlo(text))
     n_inputs = len(state) + len(example_inputs)
-    param_args = tuple(range(len(params))) if len(ir_module.main.args) == n_inputs else ()
+    param_args, buffer_args = (), ()
+    if len(ir_module.main.args) == n_inputs:  # else torch-mlir dropped an argument: no weights are known
+        param_args, buffer_args = tuple(range(len(params))), tuple(range(len(params), len(state)))
+        names = (*state, *(f"inputs[{i}]" for i in range(len(example_inputs))))
+        main = dataclasses.replace(ir_module.main, arg_names=names)
+        ir_module = dataclasses.replace(ir_module, functions=tuple(main if f.name == main.name else f for f in ir_module.functions))
     stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
-    return Lowering("torch", name, stages, ir_module, param_args)
+    return Lowering("torch", name, stages, ir_module, param_args, buffer_args=buffer_args)
 
 
 def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
@@ -84,8 +93,6 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     Each part goes through torch.export and torch-mlir once, so the time does not grow with
     the number of layers; the IR's call to the block carries trip_count = layers.
     """
-    import dataclasses
-
     from pytorch_side.layers import Block, Epilogue, Prologue
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
@@ -101,8 +108,9 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
             lower_module(Block(cfg, dt), x, *caches, name=f"{name}.block"),
             lower_module(Epilogue(cfg, dt), x, name=f"{name}.epilogue"),
         )
-    module, params = compose_regional(
-        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings)
+    module, params, buffers = compose_regional(
+        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
+        n_state=tuple(p.state_args for p in parts),
     )
     stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("fx", "stablehlo")}
-    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params)
+    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers)

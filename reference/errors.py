@@ -15,7 +15,8 @@ def _choices(valid: Iterable[str], bad: str | None = None) -> str:
     valid = list(valid)
     text = ", ".join(valid)
     if bad is not None:
-        close = difflib.get_close_matches(bad, valid, n=1)
+        folded = [v for v in valid if v.casefold() == bad.casefold()]  # 'H100' for 'h100'
+        close = folded or difflib.get_close_matches(bad, valid, n=1)
         if close:
             return f"did you mean {close[0]!r}? valid: {text}"
     return f"valid: {text}"
@@ -71,13 +72,10 @@ class TooLargeToRun(LandscapeError):
 
 
 def _bytes(n: int | None) -> str:
-    """Bytes with a decimal unit (reference/ cannot import landscape.units)."""
-    n = float(n or 0)
-    for unit in ("B", "kB", "MB", "GB", "TB", "PB", "EB"):
-        if abs(n) < 1000 or unit == "EB":
-            return f"{n:.3g} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1000
-    return f"{n:.3g} EB"  # pragma: no cover
+    """Bytes with a decimal unit."""
+    from reference.units import format_bytes
+
+    return format_bytes(float(n or 0))
 
 
 class BeyondContext(LandscapeError):

@@ -24,6 +24,9 @@ class Lowering:
         stages: stage name -> text (fx or jaxpr, stablehlo, and for JAX the optimized xla HLO).
         module: the IR built from the StableHLO text.
         param_args: indices of the entry function's arguments that are weights.
+        buffer_args: indices of the arguments that are the module's buffers (constants it holds,
+            such as Rotary's `inv_freq`): state like the weights, right after them, never
+            activations, and not counted as weight bytes.
         xla_cost: JAX only: XLA's cost_analysis of the lowered (unoptimized) module, and of the
             compiled one under "compiled." keys when the xla stage was requested.
     """
@@ -34,6 +37,12 @@ class Lowering:
     module: Module
     param_args: tuple[int, ...] = ()
     xla_cost: dict = field(default_factory=dict)
+    buffer_args: tuple[int, ...] = ()
+
+    @property
+    def state_args(self) -> int:
+        """How many leading arguments are the module's state (weights, then buffers)."""
+        return len(self.param_args) + len(self.buffer_args)
 
     def stage(self, stage: str) -> str:
         """The text of one stage; "ir" prints the IR.

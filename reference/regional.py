@@ -22,10 +22,11 @@ class RegionalPlan:
         return self.cfg.n_layers
 
     def cache_shape(self) -> tuple[int, ...] | None:
-        """One layer's KV cache [B, K, past, H] in decode; None in prefill."""
+        """One layer's KV cache buffer [B, K, past + tokens, H] in decode (the whole sequence, the new
+        tokens' slots last, written in place by the block); None in prefill."""
         if self.past == 0 and self.tokens > 1:
             return None
-        return (self.batch, self.cfg.n_kv_heads, self.past, self.cfg.head_dim)
+        return (self.batch, self.cfg.n_kv_heads, self.past + self.tokens, self.cfg.head_dim)
 
 
 def regional_plan(name: str, shapes: dict) -> RegionalPlan:

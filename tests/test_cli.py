@@ -93,16 +93,21 @@ BAD_INPUTS = {
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "> 0"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
     "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
-    "predict fp8 on a tpu": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"], "'f8E4M3FN' is not supported"),
-    "predict int8 on an h100": (["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"], "'i8' is not supported"),
+    "predict fp8 on a tpu": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"],
+                             "tpu-v5e has no fp8; choose --precision bf16|fp16|int8"),
+    "predict int8 on an h100": (["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"],
+                                "h100 has no int8; choose --precision bf16|fp16|fp8"),
+    "predict fp8 on an a100 names no internal op": (["predict", "--model", "tiny", "--target", "a100", "--precision", "fp8"],
+                                                     "a100 has no fp8; choose --precision bf16|fp16|int8"),
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
     "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
     "compare on an unknown target": (["compare", "--targets", "h100,tpu-v9"], "unknown target 'tpu-v9'"),
     "compare with a bad mode": (["compare", "--shape", "mode=train"], "prefill, decode"),
-    "predict fp8 spelled as MLIR": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "f8E4M3FN"], "'f8E4M3FN' is not supported"),
+    "predict fp8 spelled as MLIR": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "f8E4M3FN"], "tpu-v5e has no fp8"),
     "unknown precision": (["predict", "--model", "tiny", "--target", "h100", "--precision", "float32"], "valid: bf16, fp16, fp8, int8"),
     "unknown model config": (["predict", "--model", "llama-3.1-8", "--target", "h100"], "did you mean 'llama-3.1-8b'"),
-    "float64 on a tpu": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"], "'f64' is not supported"),
+    "float64 on a tpu under --strict-dtypes": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e", "--strict-dtypes"],
+                                               "drop --strict-dtypes"),
 }
 
 
@@ -386,3 +391,29 @@ def test_compare_defaults_to_a_llama_layer_in_both_phases_with_every_bound(capsy
     assert prefill["workload"]["shapes"]["d_ff"] == 14336 and prefill["workload"]["dtype"] == "bfloat16"
     bounds = {b for c in (prefill, decode) for r in c["results"] for b, n in r["bottleneck_counts"].items() if n}
     assert bounds == {"compute", "memory", "schedule"}
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_compare_gpt2_block_costs_both_sides_on_all_five_targets_and_shows_the_artifacts(capsys):
+    """The issue's "done when": a LayerNorm model's PyTorch side (f64 statistics, f32 dots over bf16
+    upcasts) is costed on every family, beside the JAX side, and the artifacts are reported."""
+    assert cli.main(["compare", "block", "--shape", "style=gpt2", "--phase", "prefill", "--json"]) == 0
+    (comparison,) = json.loads(capsys.readouterr().out)["comparisons"]
+    rows = comparison["results"]
+    assert len(rows) == 10 and all("refused" not in r and r["time_s"] > 0 for r in rows)
+    torch_rows = {r["target"]: r for r in rows if r["side"] == "torch"}
+    assert torch_rows["h100"]["artifacts"]["upcasts_folded"] > 0
+    assert any("has no f64" in n for n in torch_rows["tpu-v5e"]["artifacts"]["emulated"])
+    assert cli.main(["compare", "block", "--shape", "style=gpt2", "--phase", "prefill", "--targets", "tpu-v5e"]) == 0
+    assert "would have cost" in capsys.readouterr().out
+
+
+@pytest.mark.torch
+def test_estimate_costs_f64_on_a_tpu_with_a_note_and_plan_lists_the_folds(capsys):
+    assert cli.main(["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"]) == 0
+    assert "tpu-v5e has no f64" in capsys.readouterr().out
+    assert cli.main(["estimate", "block", "--shape", "style=gpt2", "--side", "torch", "--dtype", "bfloat16",
+                     "--target", "h100", "--plan"]) == 0
+    out = capsys.readouterr().out
+    assert "fold: dot_general at" in out and "artifacts compiled away:" in out

@@ -44,3 +44,23 @@ def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_p
     assert "report.json" in links and "prefill/plans/h100.torch.txt" in links and "decode/hlo/jax.xla.txt" in links
     for href in links:  # every link is relative and resolves beside the page
         assert not href.startswith(("http", "/", "file:")) and (out / href).is_file(), href
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+def test_a_tie_is_painted_for_neither_side(tmp_path):
+    """Two paths that cost the same on a target: the page's script marks neither row faster and
+    counts the tie in its summary."""
+    from hardware_models.compare import compare_lowerings
+    from landscape.report import render_html
+    from reference.lowering import Lowering
+    from tests.hardware_models.programs import softmax
+
+    side = Lowering("jax", "toy", {"stablehlo": "// toy"}, softmax(64, 640, "f32"))
+    page = tmp_path / "report.html"
+    page.write_text(render_html([compare_lowerings(side, side, ["h100", "tpu-v5e"], "toy")], {}, set()))
+    run = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert 'data-ready="1"' in run.stdout
+    assert "faster on 0 (in green); 2 tied." in run.stdout
+    assert 'class="faster"' not in run.stdout

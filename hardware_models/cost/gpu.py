@@ -8,29 +8,42 @@ Rates (per chip, from the target file):
     vector rate   SMs * fp32_lanes * clock element operations per second
     SFU rate      SMs * sfu_ops_per_cycle * clock transcendentals per second
     HBM           hbm_bytes_per_s * fitted.hbm_efficiency (STREAM, kernels.csv G30-G32)
-Contraction (a cuBLAS-like kernel tiled by pad_to_tiles):
+    L2            levels.l2.bytes_per_s: what feeds the SMs' tiles (5120 B/clk, derived per target)
+Contraction (a cuBLAS-like kernel tiled by pad_to_tiles; its tile and split-K s chosen there by
+this cost, families/gpu.py):
     compute_s = FLOPs / (peak * gemm_efficiency)                 gemm_efficiency fitted: G23/G27/G28
-    busy_s    = waves * 2 * tm * tn * kp / (peak / SMs) / gemm_efficiency   (wave quantization, padding)
-    memory_s  = HBM bytes / (HBM bandwidth * hbm_efficiency)
-    time_s    = max(busy_s, memory_s) + launch_overhead           launch fitted: G41
+    tile_s    = (2 tm tn ks / (peak / SMs) + (tm + tn) ks e / (L2 / SMs))
+                / (gemm_efficiency * (1 + (peak / L2) * (128 + 256) e / (2 * 128 * 256)))
+                a tile's k-loop of depth ks (the k slice): its MMAs plus its operand loads (e bytes
+                an element) at its SM's share of L2, relative to the 128 x 256 tile that
+                gemm_efficiency was fitted with, so that tile costs 2 tm tn ks / (peak/SMs) / eff
+                as before and smaller or skinnier tiles cost more per FLOP
+    reduce_s  = split-K's f32 partials (2 s b m n 4 bytes, written then read) / the rate of the
+                level they move through (L2 when they fit its resident share, else HBM)
+    busy_s    = waves * tile_s + reduce_s                         (wave quantization, padding)
+    memory_s  = HBM bytes / (HBM bandwidth * hbm_efficiency)      (+ the partials when in HBM)
+    time_s    = max(busy_s, memory_s) + launch_overhead + gemm_overhead (+ launch_overhead for
+                split-K's reduction kernel)               launch fitted: G41; gemm_overhead: G26
 Fusion (elementwise, data movement, reductions): compute_s = FLOPs / vector rate +
     transcendentals / SFU rate; time_s = max(compute_s, memory_s) + launch_overhead.
 Host fallbacks and tensor-parallel all-reduces are costed alike on every family
 (estimate.group_cost; cost/model.py).
-L2 bytes are reported, not timed: NVIDIA publishes no L2 bandwidth, and its effect on GEMMs is
-inside the fitted gemm_efficiency.
+Other L2 bytes are reported, not timed: a GEMM's tile loads are inside tile_s.
 
 Worked number (H100, bf16, m = n = k = 8192, gemm_efficiency e): 16 waves of one 128 x 256 x 8192
 tile each, 2 * 128 * 256 * 8192 / (989e12 / 132) = 71.6 us per wave at e = 1: busy 1.146 ms /
-e against 1.11 ms of useful compute / e.
+e against 1.11 ms of useful compute / e. A 128 x 128 tile costs (1 + 1.64) / (1 + 1.23) = 1.18x
+its FLOPs' share (L2 = 5120 B/clk * 1.83 GHz = 9.37 TB/s; peak / L2 = 105.5 FLOP/B).
 """
 
 from __future__ import annotations
 
+from hardware_models.cost.attention import gpu_attention_cost
 from hardware_models.cost.model import Cost, roofline_cost
-from hardware_models.plan import Group, Plan, group_work
+from hardware_models.plan import Group, Plan, Tiling, group_work
 from hardware_models.target import Target
 from reference.ir import Module
+from reference.ir.graph import ELEMENT_BYTES
 
 TENSOR_PEAK_KEYS = {
     "bf16": "peak.bf16_flop_per_s", "f16": "peak.fp16_flop_per_s", "f8E4M3FN": "peak.fp8_flop_per_s",
@@ -54,7 +67,44 @@ def hbm_rate(target: Target) -> float:
     return target.main_memory_bytes_per_s * target["fitted.hbm_efficiency"]
 
 
+# The tile gemm_efficiency was fitted with (G23, G27, G28 run it): a compiler choice, cuBLAS's
+# and CUTLASS's largest Hopper/Ampere CTA tile.
+REFERENCE_TILE = (128, 256)
+
+
+def l2_rate(target: Target) -> float:
+    """Bytes per second the L2 delivers to all SMs together (levels.l2.bytes_per_s)."""
+    return target.level_value(target.level("on-chip"), "bytes_per_s")
+
+
+def tile_seconds(target: Target, dtype: str, tm: int, tn: int, depth: int) -> float:
+    """One thread block's k-loop over `depth` of k on one SM (tile_s in the module doc)."""
+    sms = target["chip.sm_count"]
+    peak, l2 = contraction_peak(target, dtype), l2_rate(target)
+    e = ELEMENT_BYTES.get(dtype, 4)
+    rm, rn = REFERENCE_TILE
+    reference = 1 + peak / l2 * (rm + rn) * e / (2 * rm * rn)  # the 128 x 256 tile's (MMA + loads) / MMA
+    mma_s = 2 * tm * tn * depth / (peak / sms)
+    load_s = (tm + tn) * depth * e / (l2 / sms)
+    return (mma_s + load_s) / (target["fitted.gemm_efficiency"] * reference)
+
+
+def gemm_times(tiling: Tiling, target: Target) -> tuple[float, float, float]:
+    """(mainloop_s, reduce_s, fixed_s) of a GEMM kernel tiled as `tiling` (module doc)."""
+    tm, tn, _ = tiling.tile
+    mainloop_s = tiling.steps * tile_seconds(target, tiling.shape.dtype, tm, tn, tiling.k_slice)
+    reduce_s = 0.0
+    if tiling.workspace_bytes:
+        on_main = tiling.workspace_level == target.main_memory_level
+        reduce_s = tiling.workspace_bytes / (hbm_rate(target) if on_main else l2_rate(target))
+    launch_s = target["schedule.launch_overhead_s"]
+    fixed_s = launch_s + target["schedule.gemm_overhead_s"] + (launch_s if tiling.split_k > 1 else 0.0)
+    return mainloop_s, reduce_s, fixed_s
+
+
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    if group.kind == "attention":  # a fused attention kernel (fuse_attention): cost/attention.py
+        return gpu_attention_cost(module, plan, group, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     work = group_work(plan, module, group)
@@ -64,11 +114,14 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
         peak = contraction_peak(target, tiling.shape.dtype) * target["fitted.gemm_efficiency"]
-        tm, tn, _ = tiling.tile
-        tile_s = 2 * tm * tn * tiling.padded[2] / (peak / target["chip.sm_count"])
         compute_s = tiling.shape.flops / peak
         epilogue_s = work.epilogue_flops / vector_rate(target) + sfu_s
-        busy_s = tiling.steps * tile_s + epilogue_s
-        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, compute_s + epilogue_s, dict(placement.bytes), memory_s, busy_s, launch_s)
+        mainloop_s, reduce_s, fixed_s = gemm_times(tiling, target)
+        busy_s = mainloop_s + reduce_s + epilogue_s
+        bytes_ = dict(placement.bytes)
+        if tiling.workspace_bytes:  # split-K's f32 partials, at the level pad_to_tiles put them
+            bytes_[tiling.workspace_level] = bytes_.get(tiling.workspace_level, 0) + tiling.workspace_bytes
+            memory_s[target.main_memory_level] = bytes_[target.main_memory_level] / hbm_rate(target)
+        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, compute_s + epilogue_s, bytes_, memory_s, busy_s, fixed_s)
     compute_s = flops / vector_rate(target) + sfu_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

@@ -5,7 +5,9 @@ what it adds to its instance's makespan (schedule_static's `increment`), and the
 sum to the schedule's length. Per op, with `clock` the chip's clock:
 
     time_s     = increment / clock
-    compute_s  = min(busy, increment) / clock       (its unit computing on the critical path)
+    compute_s  = min(busy * FLOPs / padded FLOPs, increment) / clock
+                                                    (its unit doing useful work on the critical path;
+                                                    MACs on padding count as schedule, as elsewhere)
     memory_s   = {"sram": min(feed, increment) / clock}
     schedule_s = time_s - max(compute_s, memory_s)  (latencies: stream trips, weight installs)
 
@@ -47,7 +49,8 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     work = group_work(plan, module, group)
     flops, moved = work.flops, work.bytes
     time_s = slot.increment / clock
-    compute_s = min(slot.busy, slot.increment) / clock
+    useful = flops / slot.padded_flops if slot.padded_flops > flops else 1.0  # padded MACs are busy, not useful
+    compute_s = min(slot.busy * useful, slot.increment) / clock
     memory_s = min(slot.feed, slot.increment) / clock
     level = "host" if group.kind == "fallback" else target.main_memory_level
     if group.kind == "fallback":  # the host round trip is on the critical path

@@ -7,6 +7,9 @@ or wave quantization, which no roofline of compute and memory shows; those point
 On a statically scheduled target (the LPU) an op's time in the estimate is what it adds to the
 makespan; the roofline uses its own span on its unit instead (`spans`), so overlap does not
 make it look faster than the hardware.
+Under tensor parallelism a sharded kernel's FLOPs are the whole op's, while its time and bytes
+are one chip's share; the roofline is one chip's, so its FLOPs are divided by the chips that
+share it (`shares`, from `chip_shares(plan)`) and no point sits above one chip's ceilings.
 """
 
 from __future__ import annotations
@@ -25,17 +28,28 @@ class Point:
     bottleneck: str
 
 
-def roofline_points(est: Estimate, level: str, spans: dict[int, float] | None = None) -> list[Point]:
-    """One point per kernel that does arithmetic and touches the main memory `level`; `spans`
-    (group -> seconds) replaces a kernel's time where given."""
+def roofline_points(est: Estimate, level: str, spans: dict[int, float] | None = None,
+                    shares: dict[int, int] | None = None) -> list[Point]:
+    """One point per kernel that does arithmetic and touches the main memory `level`, for one
+    chip; `spans` (group -> seconds) replaces a kernel's time where given; `shares` (group ->
+    chips) divides a sharded kernel's FLOPs to one chip's."""
     points = []
     for g in est.groups:
         c = g.cost
         hbm = c.bytes_at(level)
         seconds = (spans or {}).get(g.group, c.time_s)
-        if c.flops and hbm and seconds:
-            points.append(Point(g.group, "+".join(g.ops), c.flops / hbm, c.flops / seconds, c.bottleneck))
+        flops = c.flops / (shares or {}).get(g.group, 1)
+        if flops and hbm and seconds:
+            points.append(Point(g.group, "+".join(g.ops), flops / hbm, flops / seconds, c.bottleneck))
     return points
+
+
+def chip_shares(plan) -> dict[int, int]:
+    """Group -> the chips that split it: a contraction over the partition's tensor-parallel
+    chips (GPU/TPU/Spyre columns, an LPU layer's matmuls); groups run whole are left out."""
+    p = plan.partition
+    tp = p.tensor_parallel if p else 1
+    return {g.id: tp for g in plan.groups if g.kind == "contraction"} if tp > 1 else {}
 
 
 def schedule_spans(plan, target: Target) -> dict[int, float]:

@@ -25,6 +25,7 @@ Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1
 
 from __future__ import annotations
 
+from hardware_models.cost.attention import tpu_attention_cost
 from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
@@ -44,6 +45,8 @@ def mxu_peak(target: Target, dtype: str) -> float:
 
 
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    if group.kind == "attention":  # a fused attention kernel (fuse_attention): cost/attention.py
+        return tpu_attention_cost(module, plan, group, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]
     work = group_work(plan, module, group)

@@ -38,6 +38,7 @@ class Family:
     tiling:         (GemmShape, target, output bytes) -> Tiling, or None (no contraction tiles)
     scheduled:      the compiler fixes every op's cycle (the plan has a schedule to trace)
     off_chip:       target -> (what it is called, bytes/s): the map's off-chip bandwidth row
+    chip_unit:      what `--chips` counts on it ("chip"; "wafer" on Cerebras)
     """
 
     name: str
@@ -54,6 +55,7 @@ class Family:
     tiling: Callable | None = None
     scheduled: bool = False
     optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    chip_unit: str = "chip"
 
     def describe(self, target_description: str = "") -> str:
         """"NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""

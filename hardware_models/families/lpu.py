@@ -1,6 +1,13 @@
 """The LPU family (Groq): SRAM only, no caches or kernel launches; the compiler schedules every op
 on its functional unit (MXM, VXM, SXM, MEM) to the cycle, and a model is partitioned over as
 many chips as its weights need. The cost model (hardware_models/cost/lpu.py) reads the schedule.
+
+Upcasts (fold_upcasts): not in the pipeline. Whether GroqWare folds a convert into a matmul is
+unpublished; assumed it does not. Its real front end (GroqFlow's ONNX export) receives a bf16
+`nn.Linear` in its own type, so torch-mlir's f32 converts are an artifact the model keeps here,
+at small cost: the MXM has only int8 and fp16 paths, so an f32 dot is already costed at the fp16
+rate, and only the converts (VXM ops) remain. A missing f64 runs as double-f32 on the VXM, which
+has f32 (assumed; resolve_dtypes).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ LPU = register(Family(
     },
     levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
     pipeline=(
-        resolve_dtypes,  # first because a type the target lacks is an error before any work
+        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
         assign_groups,  # no fusion: streams chain ops instead, in schedule_static
         partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
         schedule_static,

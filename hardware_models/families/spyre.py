@@ -8,6 +8,12 @@ Tiling (8 x 8 corelets fed in sticks):
     units = b * (mp / 8) * (np / stick) over the cores, steps = ceil(units / cores).
 Worked number: an fp16 65 x 65 by 65 x 65 matmul pads to 72 x 128 x 128: 9 passes x 2 sticks =
 18 units, one round on 18 of the 32 cores.
+
+Upcasts (fold_upcasts, in the pipeline): torch-spyre is an Inductor back end, which hands a bf16
+`nn.Linear` to its matmul in the model's own type; torch-mlir's converts to f32 around the dot
+are folded as on a GPU (both types run as f16 here, so the fold removes the convert kernels, not
+a slower matmul). A missing f64 (torch-mlir's LayerNorm variance) runs as f16, as f32 does on
+Spyre (no f32 to pair into double-f32; resolve_dtypes).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.divide_work import divide_work
 from hardware_models.passes.fire_kernels import fire_kernels
+from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_elementwise import INDUCTOR, fuse_elementwise
 from hardware_models.passes.insert_restickify import insert_restickify
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
@@ -59,8 +66,9 @@ SPYRE = register(Family(
     },
     levels={"lpddr5": ("bytes", "bytes_per_s", "usable_fraction"), "lx": ("bytes", "usable_bytes", "buffer_fraction")},
     pipeline=(
-        resolve_dtypes,  # first because a type the target lacks is an error before any work
-        assign_groups,
+        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; Inductor takes the Linear in its type
+        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
         partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
         shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
         stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX

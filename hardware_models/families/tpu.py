@@ -11,6 +11,11 @@ Tiling (weight-stationary MXU folds):
     if A, B and C fit in VMEM less its buffer_fraction (the double buffers), else the largest
     square output block (bm = bn, whole arrays) whose A and B panels of depth 512 (two buffers
     each) and f32 accumulator fit in VMEM.
+
+Upcasts (fold_upcasts): XLA's algebraic simplifier folds dot(convert(bf16), convert(bf16)) -> f32
+into a bf16 dot with f32 accumulation (preferred_element_type), removing the converts. A missing
+f64 (torch-mlir's LayerNorm variance) runs as double-f32, pairs of f32, as XLA:TPU does
+(resolve_dtypes: jax-ml/jax#21108).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
 from hardware_models.cost.tpu import tpu_group_cost, vpu_rate
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
+from hardware_models.passes.fold_upcasts import fold_upcasts
+from hardware_models.passes.fuse_attention import fuse_attention
 from hardware_models.passes.fuse_elementwise import XLA_TPU, fuse_elementwise
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import place_buffers
@@ -77,9 +84,11 @@ TPU = register(Family(
     optional={"fitted": ("gemm_efficiency", "hbm_efficiency")},
     levels={"hbm": ("bytes", "bytes_per_s", "usable_fraction"), "vmem": ("bytes", "bytes_per_s", "buffer_fraction")},
     pipeline=(
-        resolve_dtypes,  # first because a type the target lacks is an error before any work
-        assign_groups,
+        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; XLA folds converts into the dot
+        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
         partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+        partial(fuse_attention, stack="Pallas flash attention"),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
         shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
         pad_to_tiles,  # after fusion because only contraction groups are tiled, once
         place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays

@@ -3,6 +3,13 @@ lays the whole program out, one region of PEs per kernel, weights resident in th
 PEs that use them, activations flowing over the fabric as a pipeline. When the weights do not
 fit, it splits the model over wafers or streams the weights from MemoryX, whichever costs less.
 The cost model is hardware_models/cost/wafer.py.
+
+Upcasts (fold_upcasts): not in the pipeline. Whether the Cerebras compiler folds a convert into a
+matmul is unpublished; assumed it does not. Its real front end (the Cerebras PyTorch tracer)
+receives a bf16 `nn.Linear` in its own type, so torch-mlir's f32 converts are an artifact the
+model keeps here, at small cost: every contraction is costed at the fp16 rate
+(peak.fp16_flop_per_s) whatever its type, so only the converts (PE elementwise work) remain. A
+missing f64 runs as double-f32 on the PEs' f32 units (assumed; resolve_dtypes).
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ WAFER = register(Family(
     },
     levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
     pipeline=(
-        resolve_dtypes,  # first because a type the target lacks is an error before any work
+        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
         assign_groups,
         partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
         place_layers,  # after fusion because each kernel gets one region of the wafer
@@ -44,4 +51,5 @@ WAFER = register(Family(
     ceilings=wafer_ceilings,
     peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
     off_chip=lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
+    chip_unit="wafer",
 ))

@@ -25,6 +25,7 @@ from hardware_models.workload import program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
+from reference.units import format_bytes, plural
 
 
 def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
@@ -36,7 +37,7 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     chips = max(ceil_div(needed, whole), tensor_parallel)
     if plan.requested_chips is not None:
         if plan.requested_chips < chips:
-            raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {needed / 1e9:.2f} GB of SRAM: at least {chips} chips")
+            raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {format_bytes(needed)} of SRAM: at least {chips} chips")
         stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
         widths = [gemm_shape(plan.ops[g.members[0]].op, "").n for g in plan.groups if g.kind == "contraction"]
         per_layer = max(tensor_parallel, min(widths, default=1))
@@ -57,6 +58,6 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     if tensor_parallel > 1:
         all_reduces = 2 * footprint.layers if footprint.regional else 1
         transfers.append(Group(next_id + len(transfers), "transfer", (), "main", all_reduces, "all-reduce"))
-    note = (f"{needed / 1e9:.2f} GB of weights and inputs over {usable / 1e6:.0f} MB of usable SRAM per chip: "
-            f"{chips} chips, {tensor_parallel} per layer, {partition.stages} pipeline stages")
+    note = (f"{format_bytes(needed)} of weights and inputs over {format_bytes(usable)} of usable SRAM per chip: "
+            f"{plural(chips, 'chip')}, {tensor_parallel} per layer, {plural(partition.stages, 'pipeline stage')}")
     return plan.with_(groups=plan.groups + tuple(transfers), partition=partition, notes=plan.notes + (note,))

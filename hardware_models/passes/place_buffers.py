@@ -25,6 +25,7 @@ Bytes count at the width each type runs as (plan.value_graph(): an emulated f16 
 
 from __future__ import annotations
 
+from hardware_models.passes.fuse_attention import attention_placement
 from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, group_work, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
@@ -42,6 +43,9 @@ def place_buffers(module: Module, plan: Plan, target: Target) -> Plan:
             produced_by[value] = group.id
     for group in plan.groups:
         if group.kind == "transfer":  # chip-to-chip traffic: costed from the partition
+            continue
+        if group.kind == "attention":  # fuse_attention: Q, K, V and O; the scores stay on chip
+            placements[group.id] = attention_placement(plan, graph, group, main.name, cache.name, keeps)
             continue
         inputs = group_inputs(plan, graph, group)
         outputs = group_outputs(plan, graph, group)

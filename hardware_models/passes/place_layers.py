@@ -34,6 +34,7 @@ from hardware_models.workload import program_arguments, program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
+from reference.units import format_bytes, format_seconds
 
 
 def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
@@ -96,8 +97,8 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     if wafers > 1 and not streaming:
         groups += (Group(len(groups), "transfer", (), "main", wafers - 1, "wafer hop"),)
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
-    notes = (f"weights {mode}: {needed / 1e9:.2f} GB against {capacity / 1e9:.1f} GB of usable SRAM a wafer"
-             + (f"; a pass costs {split_s * 1e3:.3f} ms of hops split, {stream_s * 1e3:.3f} ms streamed" if wafers > 1 else ""),
+    notes = (f"weights {mode}: {format_bytes(needed)} against {format_bytes(capacity)} of usable SRAM a wafer"
+             + (f"; a pass costs {format_seconds(split_s)} of hops split, {format_seconds(stream_s)} streamed" if wafers > 1 else ""),
              f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
     partition = Partition(used, 1, needed, whole, hidden, layers, mode)
     return plan.with_(groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes)

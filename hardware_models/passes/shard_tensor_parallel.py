@@ -12,16 +12,20 @@ its attention and its MLP with an all-reduce of the hidden state, added as trans
     all-reduce = collective_latency_s + 2 (N - 1) / N * hidden bytes / all-reduce bus bandwidth
                  (ring; the bus bandwidth is NCCL's measured figure on GPUs, G33-G35)
                  2 per layer for a regional model, 1 for a flat program
+    KV heads   a fused attention kernel's K and V (the KV cache) split by KV heads over the chips,
+               replicated when there are fewer KV heads than chips (shard_kv_heads)
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 
 from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
 from hardware_models.workload import program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
+from reference.units import format_bytes
 
 
 def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
@@ -32,7 +36,7 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     least = max(1, ceil_div(needed, whole))
     chips = plan.requested_chips or 1 << (least - 1).bit_length()  # the next power of two
     if chips < least:
-        raise InvalidShape(target.name, "chips", chips, f"the arguments need {needed / 1e9:.1f} GB: at least {least} chips of {usable / 1e9:.1f} GB usable")
+        raise InvalidShape(target.name, "chips", chips, f"the arguments need {format_bytes(needed)}: at least {least} chips of {format_bytes(usable)} usable")
     if plan.requested_chips:
         widths = [gemm_shape(plan.ops[g.members[0]].op, "").n for g in plan.groups if g.kind == "contraction"]
         most = max(least, min(widths, default=1))
@@ -43,7 +47,26 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     partition = Partition(chips, chips, needed, whole, hidden, layers, "tensor parallel" if chips > 1 else "")
     if chips == 1:
         return plan.with_(partition=partition)
+    attention, kv_notes = shard_kv_heads(plan, chips)
     reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if footprint.regional else 1, "all-reduce")
-    note = (f"{needed / 1e9:.1f} GB of arguments over {usable / 1e9:.1f} GB usable per chip: tensor parallel over "
-            f"{chips} chips, {reduces.repeats} all-reduces of {hidden / 1e6:.3f} MB")
-    return plan.with_(groups=plan.groups + (reduces,), partition=partition, notes=plan.notes + (note,))
+    note = (f"{format_bytes(needed)} of arguments over {format_bytes(usable)} usable per chip: tensor parallel over "
+            f"{chips} chips, {reduces.repeats} all-reduces of {format_bytes(hidden)}")
+    return plan.with_(groups=plan.groups + (reduces,), partition=partition, attention=attention, notes=plan.notes + (note,) + kv_notes)
+
+
+def shard_kv_heads(plan: Plan, chips: int) -> tuple[dict, tuple[str, ...]]:
+    """Each fused attention kernel's K and V (a KV cache in decode) split by KV heads over the
+    chips, as Megatron and vLLM shard them: shards = min(chips, KV heads); with fewer KV heads than
+    chips each chip holds one KV head, replicated chips / KV heads times (said in a note).
+    Worked number: llama-2-70b (8 KV heads) on 8 chips: one KV head each, 1/8 of the cache; on 16
+    chips: still 1/8 each, every KV head held twice."""
+    attention, notes = {}, set()
+    for gid, shape in plan.attention.items():
+        kv = shape.kv_heads_per_sequence
+        attention[gid] = replace(shape, shards=min(chips, kv))
+        if kv < chips:
+            notes.add(f"KV cache replicated: {kv} KV heads over {chips} chips, each chip holds one KV head's keys and values "
+                      f"(each KV head on {ceil_div(chips, kv)} chips), 1/{kv} of the cache")
+        else:
+            notes.add(f"KV cache sharded by KV heads: {kv} KV heads over {chips} chips, {ceil_div(kv, chips)} per chip")
+    return attention, tuple(sorted(notes))

@@ -84,11 +84,24 @@ def _proj(x, w, name):
     return y + w[f"{name}.bias"] if f"{name}.bias" in w else y
 
 
+def write_slots(cache_bksh: np.ndarray, new_bkth: np.ndarray, past: int) -> np.ndarray:
+    """The cache buffer with positions past..past+T-1 replaced by the new tokens (a copy: the
+    reference never mutates its inputs)."""
+    out = cache_bksh.copy()
+    out[:, :, past : past + new_bkth.shape[2]] = new_bkth
+    return out
+
+
 def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=None):
-    """One pre-norm block. Returns (y_btd, k_bksh, v_bksh), the cache including the new tokens."""
+    """One pre-norm block. Returns (y_btd, k_bksh, v_bksh), the cache including the new tokens.
+
+    k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
+    last (their contents are ignored); the new keys and values are written into those slots, as
+    the frameworks update a donated cache buffer in place, and attention reads the whole buffer.
+    """
     b, t, _ = x_btd.shape
     n, kv, h = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
-    past = 0 if k_cache is None else k_cache.shape[2]
+    past = 0 if k_cache is None else k_cache.shape[2] - t
     hx = _norm(cfg, x_btd, w, f"{prefix}attn_norm")
     q_bnth = _proj(hx, w, f"{prefix}attn.q_proj").reshape(b, t, n, h).transpose(0, 2, 1, 3)
     k_bkth = _proj(hx, w, f"{prefix}attn.k_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
@@ -97,8 +110,8 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
         cos, sin = rope_cos_sin(np.arange(past, past + t), rope_inv_freq(h, cfg.rope_theta, cfg.rope_scaling))
         q_bnth, k_bkth = apply_rope(q_bnth, cos, sin), apply_rope(k_bkth, cos, sin)
     if k_cache is not None:
-        k_bkth = np.concatenate([k_cache, k_bkth], axis=2)
-        v_bkth = np.concatenate([v_cache, v_bkth], axis=2)
+        k_bkth = write_slots(k_cache, k_bkth, past)
+        v_bkth = write_slots(v_cache, v_bkth, past)
     attn_btd = attention(q_bnth, k_bkth, v_bkth, causal=True).transpose(0, 2, 1, 3).reshape(b, t, n * h)
     x_btd = x_btd + _proj(attn_btd, w, f"{prefix}attn.o_proj")
     hx = _norm(cfg, x_btd, w, f"{prefix}mlp_norm")
@@ -110,8 +123,10 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
 
 
 def decoder_forward(cfg: ModelConfig, ids_bt, w, k_cache=None, v_cache=None):
-    """Embedding, n_layers blocks, final norm, LM head. Returns logits [B, T, V]."""
-    past = 0 if k_cache is None else k_cache.shape[3]
+    """Embedding, n_layers blocks, final norm, LM head. Returns logits [B, T, V].
+
+    k_cache, v_cache (decode): [L, B, K, S, H], the new tokens' slots last (see block_forward)."""
+    past = 0 if k_cache is None else k_cache.shape[3] - ids_bt.shape[1]
     x = w["embed.weight"][ids_bt]
     if cfg.style == "gpt2":
         x = x + w["pos_embed.weight"][past : past + ids_bt.shape[1]]
@@ -127,7 +142,8 @@ def decoder_forward(cfg: ModelConfig, ids_bt, w, k_cache=None, v_cache=None):
 
 
 def _cache_spec(cfg, s, layers=None):
-    shape = (s["batch"], cfg.n_kv_heads, s["seq"] - 1, cfg.head_dim)
+    """The decode step's cache buffers: the whole sequence, the new token's slot (position seq-1) last."""
+    shape = (s["batch"], cfg.n_kv_heads, s["seq"], cfg.head_dim)
     return TensorSpec(shape if layers is None else (layers, *shape))
 
 

@@ -65,53 +65,94 @@ def _tag(module: Module, prefix: str) -> Module:
 def compose_regional(
     prologue: Module, block: Module, epilogue: Module, layers: int,
     n_params: tuple[int, int, int], shared_epilogue_params: int = 0,
-) -> tuple[Module, tuple[int, ...]]:
-    """Compose three lowered parts into one IR module and its weight-argument indices.
+    n_state: tuple[int, int, int] | None = None,
+) -> tuple[Module, tuple[int, ...], tuple[int, ...]]:
+    """Compose three lowered parts into one IR module, its weight-argument and buffer-argument indices.
 
     Contract of the parts (both sides lower them this way):
-      prologue(params..., ids) -> x
-      block(params..., x, *caches) -> (y, ...)   the first result feeds the next layer
-      epilogue(params..., x) -> logits
+      prologue(state..., ids) -> x
+      block(state..., x, *caches) -> (y, ...)   the first result feeds the next layer
+      epilogue(state..., x) -> logits
+    where a part's state is its weights, then its buffers (constants the module holds, such as
+    Rotary's `inv_freq`): the arguments that are the module's own, never activations.
 
     Args:
-        n_params: weight arguments of the prologue, the block and the epilogue.
-        shared_epilogue_params: trailing epilogue weights that are prologue weights too
-            (tied embeddings); they are arguments but not counted again as weights.
+        n_params: weight arguments of the prologue, the block and the epilogue (the leading ones).
+        shared_epilogue_params: trailing epilogue weights that are the prologue's leading weights
+            (tied embeddings): the epilogue reads the prologue's argument, so the table is one
+            argument of the program, counted once.
+        n_state: state arguments (weights, then buffers) of each part; n_params when None.
 
     Raises:
-        MalformedIR: a part does not follow the contract.
+        MalformedIR: a part does not follow the contract (an argument count or a type differs).
     """
     pro_m, blk_m, epi_m = _tag(prologue, "prologue"), _tag(block, "block"), _tag(epilogue, "epilogue")
     pro, blk, epi = pro_m.main, blk_m.main, epi_m.main
     n_pro, n_blk, n_epi = n_params
-    if len(blk.args) <= n_blk or len(epi.args) != n_epi + 1 or pro.ops[-1].short_name != "return":
-        raise MalformedIR("regional parts do not follow the prologue/block/epilogue contract")
+    s_pro, s_blk, s_epi = n_state or n_params
+    shared = shared_epilogue_params
+    if (
+        len(pro.args) != s_pro + 1 or len(blk.args) <= s_blk or len(epi.args) != s_epi + 1
+        or pro.ops[-1].short_name != "return" or not (0 <= shared <= min(n_pro, n_epi))
+        or not all(0 <= n <= s for n, s in zip(n_params, (s_pro, s_blk, s_epi)))
+    ):
+        raise MalformedIR(
+            f"regional parts do not follow the prologue/block/epilogue contract: arguments "
+            f"{len(pro.args)}/{len(blk.args)}/{len(epi.args)} for state {s_pro}/{s_blk}/{s_epi}"
+        )
     x_id = pro.ops[-1].operands[0]
-    block_own = blk.args[:n_blk] + blk.args[n_blk + 1 :]  # the block's weights and caches, not x
+    x_type = dict(pro.args).get(x_id) or next(
+        (t for o in pro.ops for r, t in zip(o.results, o.result_types) if r == x_id), None
+    )
+    blk_x, blk_x_type = blk.args[s_blk]
+    if x_type != blk_x_type or epi.args[s_epi][1] != blk.results[0]:
+        raise MalformedIR(
+            f"regional parts do not chain: the prologue returns {x_type}, the block's x (argument {s_blk}) "
+            f"is {blk_x_type}, the block returns {blk.results[0]} and the epilogue's x is {epi.args[s_epi][1]}"
+        )
+    block_own = blk.args[:s_blk] + blk.args[s_blk + 1 :]  # the block's weights, buffers and caches, not x
     call = Op(
         name="func.call",
         results=tuple(f"%layers.{i}" for i in range(len(blk.results))),
         result_types=blk.results,
-        operands=tuple(a for a, _ in blk.args[:n_blk]) + (x_id,) + tuple(a for a, _ in blk.args[n_blk + 1 :]),
+        operands=tuple(a for a, _ in blk.args[:s_blk]) + (x_id,) + tuple(a for a, _ in blk.args[s_blk + 1 :]),
         operand_types=tuple(t for _, t in blk.args),
         callee="block",
         trip_count=layers,
         origin=Origin(scope=f"layers (x{layers})"),
     )
-    epi_x = epi.args[n_epi][0]
-    epi_ops = tuple(_rename(o, {epi_x: call.results[0]}) for o in epi.ops)
+    # Tied weights: the epilogue's last `shared` weights are read from the prologue's first ones.
+    tied = {}
+    for (epi_arg, epi_t), (pro_arg, pro_t) in zip(epi.args[n_epi - shared : n_epi], pro.args[:shared]):
+        if epi_t != pro_t:
+            raise MalformedIR(f"tied weight {epi_arg} is {epi_t}, and the prologue's {pro_arg} is {pro_t}")
+        tied[epi_arg] = pro_arg
+    epi_x = epi.args[s_epi][0]
+    epi_ops = tuple(_rename(o, {**tied, epi_x: call.results[0]}) for o in epi.ops)
+    epi_own = epi.args[: n_epi - shared] + epi.args[n_epi:s_epi]
+
+    def names(fn: Function, count: int, start: int = 0) -> tuple[str, ...]:
+        given = fn.arg_names or ("",) * len(fn.args)
+        return tuple(given[start : start + count]) + ("",) * max(0, count - len(given[start : start + count]))
+
+    blk_names = names(blk, s_blk) + names(blk, len(blk.args) - s_blk - 1, s_blk + 1)
     main = Function(
         name="main",
-        args=pro.args + block_own + epi.args[:n_epi],
+        args=pro.args + block_own + epi_own,
         results=epi.results,
         ops=pro.ops[:-1] + (call,) + epi_ops,
-        arg_names=(pro.arg_names or ("",) * len(pro.args)) + ("",) * (len(block_own) + n_epi),
+        arg_names=names(pro, len(pro.args)) + blk_names + names(epi, len(epi_own)),
     )
     others = tuple(f for part in (pro_m, blk_m, epi_m) for f in part.functions if f.name != part.entry)
     first_blk, first_epi = len(pro.args), len(pro.args) + len(block_own)
     params = (
         tuple(range(n_pro))
         + tuple(range(first_blk, first_blk + n_blk))
-        + tuple(range(first_epi, first_epi + n_epi - shared_epilogue_params))
+        + tuple(range(first_epi, first_epi + n_epi - shared))
     )
-    return Module((main, dataclasses.replace(blk, name="block"), *others), "main"), params
+    buffers = (
+        tuple(range(n_pro, s_pro))
+        + tuple(range(first_blk + n_blk, first_blk + s_blk))
+        + tuple(range(first_epi + n_epi - shared, first_epi + len(epi_own)))
+    )
+    return Module((main, dataclasses.replace(blk, name="block"), *others), "main"), params, buffers

@@ -121,3 +121,33 @@ def test_compares_per_kind_costs_of_a_repeated_block_sum_to_the_total(target):
     assert sum(by_kind.values()) == pytest.approx(one.estimate.total.time_s, rel=1e-12)
     single = estimate(_regional(1), get_target(target)).total.time_s
     assert one.estimate.total.time_s > 3 * single
+
+
+@pytest.mark.parametrize("target", ["h100", "tpu-v5e", "groq-lpu"])
+def test_a_roofline_of_a_program_split_over_chips_stays_under_one_chips_ceilings(target):
+    """A kernel split over tensor-parallel chips does its whole op's FLOPs in one chip's time;
+    the roofline is one chip's, so each point divides its FLOPs by the chips that share it and
+    none may sit above the chip's compute ceiling or its bandwidth line."""
+    from hardware_models.cost.roofline import chip_shares, roofline_points
+
+    x, w = TensorType((2048, 16384), "bf16"), TensorType((16384, 16384), "bf16")  # 512 MB of weights
+    dims = DotDims((), (), (1,), (0,))
+    main = Function("main", (("%x", x), ("%w", w)), (x,), (
+        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+        Op("func.return", (), (), ("%0",), (x,)),
+    ))
+    module = Module((main,))
+    tgt = get_target(target)
+    plan = compile_plan(module, tgt, chips=None if target == "groq-lpu" else 4)
+    assert plan.partition.tensor_parallel > 1
+    est = estimate(module, tgt, plan=plan)
+    shares = chip_shares(plan)
+    compute, memory = ceilings(tgt)
+    points = roofline_points(est, tgt.main_memory_level, None, shares)
+    assert points
+    for p in points:
+        assert p.attained_flop_per_s <= max(compute.values()) * (1 + 1e-9)
+        assert p.attained_flop_per_s <= p.intensity * max(memory.values()) * (1 + 1e-9)
+    if target == "h100":  # without the shares, the split GEMM would sit above the tensor-core ceiling
+        unsplit = roofline_points(est, tgt.main_memory_level)
+        assert max(p.attained_flop_per_s for p in unsplit) > max(compute.values())

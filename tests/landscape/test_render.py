@@ -87,3 +87,13 @@ def test_a_workload_note_is_printed_under_its_title_and_on_the_page(capsys):
     render_comparison([result])
     assert f"note: {note}" in capsys.readouterr().out
     assert f"Note: {html.escape(note)}" in render_html([result], {})
+
+
+def test_kind_deltas_leaves_out_differences_that_round_to_zero():
+    """A per-kind difference prints only kinds whose cost differs; all-equal kinds say so; an empty
+    record (a side refused) says that instead of printing nothing."""
+    from landscape.render import kind_deltas
+
+    assert kind_deltas({"contraction": -4.87e-8, "transfer": 0.0, "other": 1e-15}) == "contraction -48.7 ns"
+    assert kind_deltas({"contraction": 0.0, "transfer": -0.0}) == "no difference"
+    assert kind_deltas({}) == "refused on one side"

@@ -108,7 +108,11 @@ def test_decode_step_matches_the_last_row_of_prefill(style):
     cfg = config_for("block", case.shapes)
     y_full, k_full, v_full = block_forward(cfg, x["x"], w)
     _, k_past, v_past = block_forward(cfg, x["x"][:, :-1], w)
-    y_last, k_all, v_all = block_forward(cfg, x["x"][:, -1:], w, "", k_past, v_past)
+    # The decode step's cache buffers hold the whole sequence, the new token's slot last; whatever
+    # that slot holds is overwritten (garbage here, to prove it).
+    slot = np.full_like(k_past[:, :, :1], 1e3)
+    k_buf, v_buf = np.concatenate([k_past, slot], axis=2), np.concatenate([v_past, -slot], axis=2)
+    y_last, k_all, v_all = block_forward(cfg, x["x"][:, -1:], w, "", k_buf, v_buf)
     np.testing.assert_allclose(y_last, y_full[:, -1:], atol=1e-12)
     np.testing.assert_allclose(k_all, k_full, atol=1e-12)
 
@@ -125,6 +129,9 @@ def test_decoder_decode_matches_prefill_logits():
         h, k, v = block_forward(cfg, h, w, f"layers.{i}.")
         ks.append(k)
         vs.append(v)
+    pad = [(0, 0)] * 2 + [(0, 1)] + [(0, 0)]  # the new token's slot, last in each layer's buffer
+    ks = [np.pad(k, pad, constant_values=7.0) for k in ks]
+    vs = [np.pad(v, pad, constant_values=-7.0) for v in vs]
     last = decoder_forward(cfg, ids[:, -1:], w, np.stack(ks), np.stack(vs))
     np.testing.assert_allclose(last, full[:, -1:], atol=1e-10)
 

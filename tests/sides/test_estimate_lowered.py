@@ -15,8 +15,8 @@ from hardware_models.plan import ValueGraph, gemm_shape, is_kernel_op
 from hardware_models.target import get_target
 from reference.catalogue import CATALOGUE, KERNELS
 from reference.errors import UnsupportedDtype
-from reference.ir import dot_and_conv_flops
-from reference.ir.counters import all_ops
+from reference.ir import category, dot_and_conv_flops
+from reference.ir.counters import all_ops, contraction_flops
 
 pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
@@ -39,10 +39,9 @@ def test_every_entry_compiles_and_conserves_contraction_flops(name, side):
     f64_tensors = any(t.dtype == "f64" and t.elements > 1 for op in all_ops(module) for t in op.result_types)
     for target_name in TARGETS:
         target = get_target(target_name)
-        if f64_tensors and "f64" not in target.native_dtypes:  # torch-mlir's layernorm statistics
-            with pytest.raises(UnsupportedDtype, match=f"target {target_name} .*'f64'"):
-                compile_plan(module, target)
-            continue
+        if f64_tensors and "f64" not in target.native_dtypes:  # torch-mlir's layernorm statistics: emulated, or refused if strict
+            with pytest.raises(UnsupportedDtype, match=f"target {target_name} has no f64"):
+                compile_plan(module, target, strict_dtypes=True)
         plan = compile_plan(module, target)
         graph = ValueGraph(plan.ops)
         members = sorted(i for g in plan.groups for i in g.members)
@@ -52,7 +51,11 @@ def test_every_entry_compiles_and_conserves_contraction_flops(name, side):
         gemm_flops = sum(
             gemm_shape(plan.ops[g.members[0]].op, "f32").flops * g.repeats for g in plan.groups if g.kind == "contraction"
         )
-        assert gemm_flops == dot_and_conv_flops(module)
+        attention_flops = sum(  # a fused attention kernel holds its two dots (fuse_attention)
+            contraction_flops(plan.ops[i].op) * g.repeats
+            for g in plan.groups if g.kind == "attention" for i in g.members if category(plan.ops[i].op) == "contraction"
+        )
+        assert gemm_flops + attention_flops == dot_and_conv_flops(module)
         est = estimate(module, target, name, plan)
         total = est.total
         assert math.isfinite(total.time_s) and (total.time_s > 0) == bool(est.groups)  # a clone is no kernel

@@ -41,3 +41,17 @@ def test_the_trace_is_byte_identical_across_runs_and_has_one_event_per_op():
     assert first == second
     events = [e for e in json.loads(first)["traceEvents"] if e["ph"] == "X"]
     assert sorted(e["name"] for e in events) == ["add", "dot_general", "logistic", "multiply"]
+
+
+@pytest.mark.parametrize("n", [1, 63, 65, 129, 320])
+def test_utilization_counts_useful_macs_not_padding(n):
+    """A GEMM whose n is not a whole 320-element vector pads to one: the MXM is busy on padded
+    MACs, but utilization is useful work only, so it never exceeds FLOPs / padded FLOPs."""
+    module = gemm_module(256, n, 256, "f16")
+    est = estimate(module, GROQ)
+    (group,) = [g for g in est.groups if g.kind == "contraction"]
+    cost = group.cost
+    assert cost.padded_flops >= cost.flops > 0
+    assert cost.utilization <= cost.flops / cost.padded_flops + 1e-12
+    if n < 320:
+        assert cost.utilization < 1.0

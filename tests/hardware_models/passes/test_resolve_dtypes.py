@@ -1,4 +1,6 @@
-"""resolve_dtypes: f64 tensors on a TPU are refused, f16 on a TPU is emulated as f32 and said so."""
+"""resolve_dtypes: f16 on a TPU is emulated as f32 and said so; f64 tensors on a chip without f64
+are costed as double-f32 (or as f32 runs, on Spyre) with a note naming the op and its source line,
+and refused under --strict-dtypes."""
 
 from __future__ import annotations
 
@@ -10,9 +12,59 @@ from reference.errors import UnsupportedDtype
 from tests.hardware_models.programs import elementwise, program, t
 
 
-def test_float64_tensor_on_a_tpu_is_an_error_naming_the_valid_types():
-    with pytest.raises(UnsupportedDtype, match="f64.*valid: bf16, f32, i8, f16"):
-        compile_plan(elementwise(128, "f64"), get_target("tpu-v5e"))
+def _layernorm_statistics(dtype: str):
+    """The variance torch-mlir computes for LayerNorm (in f64 for a bf16 or f32 model): x - mean,
+    squared, summed and divided, over rows of 768; its ops carry a source line, as a lowering's do."""
+    x, r, s = t((1024, 768), "f32"), t((1024,), dtype), t((), dtype)
+    xd = t((1024, 768), dtype)
+    loc = 'loc(callsite("/venv/lib/site-packages/torch/nn/modules/normalization.py":228 at "/home/me/layers.py":146))'
+    return program({"x": x}, [
+        f"%zero = stablehlo.constant dense<0.0> : {s}",
+        f"%n = stablehlo.constant dense<768.0> : {r}",
+        f"%0 = stablehlo.convert %x : ({x}) -> {xd} {loc}",
+        f"%1 = stablehlo.reduce(%0 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
+        f"%2 = stablehlo.divide %1, %n : {r} {loc}",
+        f"%3 = stablehlo.broadcast_in_dim %2, dims = [0] : ({r}) -> {xd} {loc}",
+        f"%4 = stablehlo.subtract %0, %3 : {xd} {loc}",
+        f"%5 = stablehlo.multiply %4, %4 : {xd} {loc}",
+        f"%6 = stablehlo.reduce(%5 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
+        f"%7 = stablehlo.divide %6, %n : {r} {loc}",
+        f"%8 = stablehlo.convert %7 : ({r}) -> {t((1024,), 'f32')} {loc}",
+    ], "%8", t((1024,), "f32"))
+
+
+def test_f64_layernorm_statistics_on_a_tpu_are_costed_as_double_f32_and_noted():
+    """A TPU has no f64 (XLA:TPU rewrites it into pairs of f32): the plan costs every f64 op at
+    DOUBLE_F32_OPS f32 operations and 8 bytes an element, and a note names the ops and the user's
+    source line. The same program in f32 does a twentieth of the arithmetic."""
+    from hardware_models.estimate import estimate
+    from hardware_models.passes.resolve_dtypes import DOUBLE_F32_OPS
+
+    tpu = get_target("tpu-v5e")
+    module = _layernorm_statistics("f64")
+    plan = compile_plan(module, tpu)
+    (note,) = [n for n in plan.notes if "has no f64" in n]
+    assert "at layers.py:146: convert, reduce, divide" in note and "double-f32" in note and "--strict-dtypes" in note
+    assert plan.flop_factors == (("f64", DOUBLE_F32_OPS),) and plan.runs_as("f64") == "f64"
+    emulated, single = estimate(module, tpu, "", plan), estimate(_layernorm_statistics("f32"), tpu)
+    assert emulated.total.time_s > 0
+    assert emulated.total.flops == pytest.approx(DOUBLE_F32_OPS * single.total.flops, rel=0.02)
+
+
+def test_strict_dtypes_refuses_f64_on_a_tpu_naming_the_op_and_what_to_do():
+    with pytest.raises(UnsupportedDtype, match=r"tpu-v5e has no f64 \(convert at layers.py:146; it runs bf16, f32, i8, f16\).*drop --strict-dtypes"):
+        compile_plan(_layernorm_statistics("f64"), get_target("tpu-v5e"), strict_dtypes=True)
+    assert compile_plan(_layernorm_statistics("f64"), get_target("h100"), strict_dtypes=True).flop_factors == ()
+
+
+def test_f64_runs_as_double_f32_where_f32_is_native_and_as_f32_runs_on_spyre():
+    """Every family without f64 costs it: the LPU and the wafer have f32 to pair; Spyre has no f32
+    (it runs f32 as f16), so f64 runs as f16 there."""
+    for name in ("groq-lpu", "wse-3"):
+        assert compile_plan(_layernorm_statistics("f64"), get_target(name)).flop_factors == (("f64", 20),)
+    spyre = compile_plan(_layernorm_statistics("f64"), get_target("spyre"))
+    assert spyre.runs_as("f64") == "f16" and spyre.flop_factors == ()
+    assert any("run as f16, as f32 runs there" in n for n in spyre.notes)
 
 
 def test_float16_on_a_tpu_is_emulated_as_float32_and_noted():

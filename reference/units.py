@@ -6,6 +6,7 @@ HTML page format through these, so a number reads the same everywhere.
     format_seconds(-1e-15, signed=True)  '0 s'       (rounds to zero: no sign)
     format_bytes(230e6)                  '230 MB'
     format_rate(3.35e12, "B/s")          '3.35 TB/s'
+    plural(1, "chip")                    '1 chip'
 """
 
 from __future__ import annotations
@@ -61,3 +62,8 @@ def format_percent(fraction: float) -> str:
     """A fraction as a whole percent, never '-0%': format_percent(-1e-6) -> '0%'."""
     text = f"{fraction:.0%}"
     return "0%" if text in ("-0%", "0%") else text
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """'1 chip', '3 chips', '2 pipeline stages': a count with its noun in agreement."""
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"

@@ -1,10 +1,10 @@
-"""landscape/units.py: one formatter per quantity, scaled to its size, never a negative zero."""
+"""reference/units.py: one formatter per quantity, scaled to its size, never a negative zero."""
 
 from __future__ import annotations
 
 import pytest
 
-from landscape.units import format_bytes, format_percent, format_rate, format_seconds
+from reference.units import format_bytes, format_percent, format_rate, format_seconds
 
 
 @pytest.mark.parametrize("seconds, text", [

@@ -1,0 +1,207 @@
+"""The values of a plan: who produces and reads each one, which ops only view another, what a
+group reads, writes and computes. Passes and cost models share these counts.
+
+Calls without a trip count (JAX's private helpers such as `_where`) are inlined, as XLA inlines
+them: a callee's argument is a view of the call's operand and the call's result a view of what
+the callee returns, so a kernel can span the call (fuse_elementwise, fuse_attention) and the
+boundary moves no bytes. A call with a trip count (a regional block run `layers` times) keeps its
+boundary: its arguments are read and its results written once per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, NamedTuple
+
+from reference.ir import Module, Op, TensorType, category
+from reference.ir.counters import contraction_flops, op_cost
+from reference.ir.graph import ELEMENT_BYTES
+
+if TYPE_CHECKING:
+    from hardware_models.plan import Group, Plan, PlannedOp
+
+# Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
+# value underneath it (a broadcast bias is read at its own size).
+VIEWS = {"reshape", "broadcast_in_dim", "broadcast", "bitcast_convert", "optimization_barrier", "get_tuple_element", "tuple",
+         "folded_convert"}  # an upcast fold_upcasts folded into the contraction that read it
+FREE = {"constant", "return", "call", "while"}
+FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
+
+
+def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
+    """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
+    return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views
+
+
+def is_fallback_op(p: PlannedOp) -> bool:
+    return not p.op.known or p.op.short_name in FALLBACK_OPS or category(p.op) == "unknown"
+
+
+def update_operand(op: Op) -> int | None:
+    """The operand position of the update when `op` overwrites part of its operand 0 with it: a
+    dynamic_update_slice (1), or a scatter whose combiner returns the update (2); else None."""
+    if op.short_name == "dynamic_update_slice" and len(op.operands) >= 2:
+        return 1
+    if op.short_name == "scatter" and len(op.operands) == 3 and op.regions:
+        body = op.regions[0]
+        if len(body.ops) == 1 and body.ops[0].short_name == "return" and len(body.args) == 2 \
+                and body.ops[0].operands == (body.args[1][0],):
+            return 2
+    return None
+
+
+class ValueGraph:
+    """Producers, consumers, view aliases and sizes of every value in a plan's ops."""
+
+    def __init__(self, ops: tuple[PlannedOp, ...], runs_as: dict[str, str] | None = None):
+        self.runs_as = runs_as or {}  # element type -> the type the target runs it as (its width counts)
+        self.producer: dict[str, int] = {}
+        self.consumers: dict[str, list[int]] = {}
+        self.alias: dict[str, str] = {}  # view result -> the value it views
+        self.types: dict[str, TensorType] = {}
+        self.splat: set[str] = set()
+        self.views_of: dict[str, list[str]] = {}
+        self.view_ops: set[int] = set()  # indices of ops that only alias (their reads are not reads)
+        inlined: dict[str, PlannedOp] = {}  # callee instance -> its call, for calls without a trip count
+        for p in ops:
+            for value, typ in zip(p.results, p.op.result_types):
+                self.producer[value] = p.index
+                self.types[value] = typ
+            if p.callee:  # an inlined call: its callee's arguments view its operands (module doc)
+                inlined[p.callee] = p
+                self.view_ops.add(p.index)
+                for argument, operand in p.binds:
+                    self.alias[argument] = operand
+                    self.views_of.setdefault(operand, []).append(argument)
+            if p.op.short_name == "return" and p.instance in inlined:  # the call's results view what it returns
+                self.view_ops.add(p.index)
+                for result, value in zip(inlined[p.instance].results, p.operands):
+                    self.alias[result] = value
+                    self.views_of.setdefault(value, []).append(result)
+                for value, typ in zip(p.operands, p.op.operand_types):
+                    self.types.setdefault(value, typ)
+                    self.consumers.setdefault(value, []).append(p.index)
+                continue
+            if p.op.short_name in VIEWS and p.operands:
+                self.view_ops.add(p.index)
+                for value in p.results:
+                    self.alias[value] = p.operands[0]
+                    self.views_of.setdefault(p.operands[0], []).append(value)
+            if p.op.short_name == "constant" and p.op.splat is not None:
+                self.splat.update(p.results)
+            for value, typ in zip(p.operands, p.op.operand_types):
+                self.types.setdefault(value, typ)
+                self.consumers.setdefault(value, []).append(p.index)
+            if p.op.short_name == "return":  # a returned value leaves its instance: written out
+                for value in p.operands:
+                    self.consumers.setdefault(value, []).append(-1)
+        # An update of part of an argument that nothing else reads (a KV cache: JAX's
+        # dynamic_update_slice, or the scatter at a constant index that torch-mlir makes of
+        # slice_scatter) runs in place: a serving runtime donates the buffer (jax.jit's
+        # donate_argnums and XLA's input-output aliasing; TensorRT-LLM and vLLM preallocate the
+        # cache), so the op writes only the update, and its result is the buffer itself: a read of
+        # it reads the buffer once, and writing it out writes only the update.
+        self.in_place: dict[str, str] = {}  # result -> the update written into the buffer
+        for p in ops:
+            position = update_operand(p.op)
+            if position is None or not p.results:
+                continue
+            buffer = p.operands[0]
+            if buffer in self.producer or self.consumers.get(buffer) != [p.index]:
+                continue
+            self.in_place[p.results[0]] = p.operands[position]
+            self.alias[p.results[0]] = buffer
+            self.views_of.setdefault(buffer, []).append(p.results[0])
+        # A transpose read only by contractions is a layout choice, not a copy: cuBLAS takes a
+        # transposed operand and XLA's layout assignment folds it into the dot.
+        self.layout_views: set[int] = set()
+        for p in ops:
+            if p.op.short_name == "transpose" and p.results:
+                users = self.users(p.results[0])
+                if users and all(u >= 0 and category(ops[u].op) == "contraction" for u in users):
+                    self.alias[p.results[0]] = p.operands[0]
+                    self.views_of.setdefault(p.operands[0], []).append(p.results[0])
+                    self.layout_views.add(p.index)
+                    self.view_ops.add(p.index)
+
+    def root(self, value: str) -> str:
+        while value in self.alias:
+            value = self.alias[value]
+        return value
+
+    def nbytes(self, value: str) -> int:
+        """The value's bytes at the width the target runs its type as (f16 emulated as f32: 4); an
+        update in place (see `in_place`) writes only its update's bytes."""
+        if value in self.in_place:
+            return self.nbytes(self.in_place[value])
+        root = self.root(value)
+        typ = self.types[root]
+        width = ELEMENT_BYTES.get(self.runs_as.get(typ.dtype, typ.dtype))
+        per_element = width if width is not None else typ.nbytes // max(typ.elements, 1)
+        return per_element if root in self.splat else per_element * typ.elements
+
+    def users(self, value: str) -> list[int]:
+        """Ops that read the value, directly or through views (-1: returned)."""
+        out = [u for u in self.consumers.get(value, []) if u not in self.view_ops]
+        for view in self.views_of.get(value, []):
+            out += self.users(view)
+        return out
+
+
+def group_inputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
+    """Root values the group reads from outside itself (weights, activations), each once; the
+    buffer an update in place writes into is not read."""
+    members = set(group.members)
+    seen: dict[str, None] = {}
+    for p in plan.group_ops(group):
+        for position, value in enumerate(p.operands):
+            if position == 0 and p.results and p.results[0] in graph.in_place:
+                continue
+            root = graph.root(value)
+            if graph.producer.get(root) not in members:
+                seen.setdefault(root)
+    return list(seen)
+
+
+def group_outputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
+    """Values the group writes out: read by another group or returned."""
+    members = set(group.members)
+    out = []
+    for p in plan.group_ops(group):
+        for value in p.results:
+            if any(u == -1 or u not in members for u in graph.users(value)):
+                out.append(value)
+    return out
+
+
+class Work(NamedTuple):
+    """What one execution of a group computes and touches, counted once for every cost model.
+
+    flops: every member's FLOPs; transcendentals; bytes: op-boundary bytes (each member's operands
+    and results); contraction_flops: the contraction's own (0 for a group without one), so the
+    epilogue (the work fused after a matmul) is flops - contraction_flops.
+    """
+
+    flops: int
+    transcendentals: int
+    bytes: int
+    contraction_flops: int = 0
+
+    @property
+    def epilogue_flops(self) -> int:
+        return self.flops - self.contraction_flops
+
+
+def group_work(plan: Plan, module: Module, group: Group) -> Work:
+    """The Work of one execution of the group."""
+    flops = trans = moved = 0
+    for p in plan.group_ops(group):
+        cost = op_cost(p.op, module)
+        if p.index in plan.in_place_updates:  # reads and writes its update, not the buffer (ValueGraph.in_place)
+            update = p.op.operand_types[plan.in_place_updates[p.index]].nbytes
+            cost = replace(cost, bytes_read=cost.bytes_read - p.op.operand_types[0].nbytes, bytes_written=update)
+        factor = plan.flop_factor(p.op)  # an emulated type's native operations per op (resolve_dtypes)
+        flops, trans, moved = flops + cost.flops * factor, trans + cost.transcendentals, moved + cost.bytes_accessed
+    first = plan.ops[group.members[0]].op if group.members else None
+    contraction = contraction_flops(first) * plan.flop_factor(first) if group.kind == "contraction" and first is not None else 0
+    return Work(flops, trans, moved, contraction)
