@@ -213,7 +213,7 @@ def attention_placement(plan: Plan, graph: ValueGraph, group: Group, main: str, 
     shape = plan.attention[group.id]
     p = plan.partition
     chips = p.tensor_parallel if p and p.mode == "tensor parallel" else 1
-    inputs = group_inputs(plan, graph, group)
+    inputs = [v for v in group_inputs(plan, graph, group) if v not in graph.splat]  # a splat constant is an immediate
     kv = sum(ceil_div(graph.nbytes(v), shape.shards) for v in inputs if v in shape.kv)
     rest = sum(graph.nbytes(v) for v in inputs if v not in shape.kv) + sum(graph.nbytes(v) for v in group_outputs(plan, graph, group))
     hbm = kv + ceil_div(rest, chips)

@@ -44,7 +44,8 @@ def test_every_row_is_modelled_or_named_as_not_yet():
 def test_each_rows_figure_matches_the_table():
     table = read_csv()
     for row in ROWS:
-        if row.size != 65536:  # the small vector add is in G41's notes, not its value
+        in_notes = row.size == 65536 or (row.id, row.target) == ("G36", "h200")  # G41's small add, G36's H200 figure
+        if not in_notes:
             scale = {"flop_per_s": 1e12, "bytes_per_s": 1e12 if row.id.startswith("G") else 1e9, "s": 1e-3,
                      "mac_per_s_per_core": 1e9, "bus_bytes_per_s": 1e9}[row.unit]
             assert float(table[row.id]["value"]) * scale == pytest.approx(row.measured), row.id
