@@ -42,6 +42,20 @@ class DecimalRange(click.IntRange):
 
 # A size, count or length option: an integer in [1, int64], plain decimal digits.
 SIZE = DecimalRange(min=1, max=INT64_MAX)
+
+
+class BatchParam(DecimalRange):
+    """predict's --batch: a size, or `max` (the largest batch whose weights and KV cache fit)."""
+
+    name = "batch"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.strip().lower() == "max":
+            return "max"
+        return super().convert(value, param, ctx)
+
+
+BATCH = BatchParam(min=1, max=INT64_MAX)
 SEED = DecimalRange(min=SEED_RANGE[0], max=SEED_RANGE[1])
 ALLOW_BEYOND_CONTEXT_HELP = ("Accept more tokens than the model's context length (max_position_embeddings); "
                              "the output then carries a note saying so.")

@@ -227,12 +227,15 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
         f"{data['model']} on {data['target']} ({chips} chip{'s' if chips > 1 else ''}, {precision}, batch {data['batch']}, "
         f"{data['input_len']} in / {data['output_len']} out, {side} lowering)\n"
         f"  time to first token   {format_seconds(data['ttft_s']):>10}\n"
-        f"  decode step           {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound)\n"
+        f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "
+        + ", ".join(f"{format_seconds(p['step_s'])} at {p['cache_len']:,} tokens" for p in data["decode_step_at"]) + ")\n"
+        f"  decode, all steps     {format_seconds(data['decode_total_s']):>10}   ({data['decode_steps']:,} steps after the first token)\n"
+        f"  end to end            {format_seconds(data['e2e_latency_s']):>10}\n"
         f"  tokens/s per user     {data['tokens_per_s_per_user']:10.1f}\n"
-        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}\n"
+        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}   (batch x output tokens / end to end)\n"
         f"  KV cache              {format_bytes(data['kv_cache_bytes']):>10} in {data['kv_cache_location']}"
     )
-    for note in data.get("notes", []):
+    for note in ([data["batch_note"]] if data.get("batch_note") else []) + data.get("notes", []):
         click.echo(f"  note: {note}")
     for phase, note in prediction_notes(data):
         click.echo(f"  note ({phase}): {note}")

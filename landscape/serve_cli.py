@@ -10,7 +10,7 @@ import contextlib
 import click
 
 from landscape.options import (
-    ALLOW_BEYOND_CONTEXT_HELP, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
+    ALLOW_BEYOND_CONTEXT_HELP, BATCH, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
     model_names, parse_target_list, print_json, verbose,
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
@@ -23,7 +23,10 @@ STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Gr
 @click.option("--model", "model_name", required=True, help="A published model config (llama-3.1-8b, ...; see `landscape kernels`).")
 @click.option("--target", "target_name", required=True, help="A target from `landscape targets`.")
 @click.option("--chips", type=SIZE, default=None, help="Chips (wafers) to use; default: the fewest that hold the model and its cache.")
-@click.option("--batch", type=SIZE, default=1, show_default=True)
+@click.option("--batch", type=BATCH, default="1", show_default=True,
+              help="Sequences served together (a static batch), or `max`: the largest batch whose weights and KV cache "
+                   "fit the chips (--chips, else the fewest that hold one sequence), capped at 2048, as in-flight-batching "
+                   "servers report max-load throughput (GPU, TPU and Spyre targets).")
 @click.option("--input-len", "input_len", type=SIZE, default=2048, show_default=True)
 @click.option("--output-len", "output_len", type=SIZE, default=256, show_default=True)
 @click.option("--precision", type=DTypeParam(PRECISIONS, short=True, kind="precision"), default="bf16", show_default=True,
@@ -35,10 +38,19 @@ STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Gr
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def predict(model_name, target_name, chips, batch, input_len, output_len, precision, side, settings, allow_beyond_context,
             as_json) -> None:
-    """Predict how fast MODEL serves on a target: time to first token, decode step, tokens/s.
+    """Predict how fast MODEL serves on a target: time to first token, decode steps, tokens/s.
 
-    The model is lowered twice (prefill of --input-len tokens; one decode step against a cache of
-    input + output tokens), and both graphs are compiled and costed by the target's pipeline.
+    The model is lowered for the prefill of --input-len tokens and for a decode step at three
+    cache lengths (the first, middle and last of the output); every graph is compiled and costed
+    by the target's pipeline, and the steps are interpolated over every output position.
+
+    \b
+    ttft_s                   the prefill (it produces the first token)
+    decode_step_s            the mean of the output_len - 1 decode steps after it
+    decode_total_s           their sum; e2e_latency_s = ttft_s + decode_total_s
+    tokens_per_s_per_user    1 / decode_step_s
+    throughput_tokens_per_s  batch * output_len / e2e_latency_s (static batch, as TensorRT-LLM reports)
+
     Input + output tokens must fit the model's context length (max_position_embeddings) unless
     --allow-beyond-context is given.
     """
@@ -53,12 +65,15 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     tokens = input_len + output_len
     note = context_check(model_name, tokens, f"--input-len {input_len} + --output-len {output_len} = {tokens:,} tokens",
                          "--input-len + --output-len", allow_beyond_context)
+    batch_note = ""
+    if batch == "max":
+        batch, chips, batch_note = choose_max_batch(model_name, target, chips, tokens, precision)
     entry = get_entry(model_name)  # both graphs' shapes checked (int64 extents) before lowering
     entry.resolve({"batch": batch, "seq": input_len})
     entry.resolve({"batch": batch, "seq": tokens, "mode": "decode"})
     prefill, decode, cache_bytes = lower_for_serving(model_name, side, batch, input_len, output_len, precision)
     result = predict_inference(prefill, decode, target, model=model_name, batch=batch, input_len=input_len,
-                               output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips)
+                               output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips, batch_note=batch_note)
     data = {**result.to_dict(), "notes": [note] if note else []}
     if as_json:
         print_json(data)
@@ -67,6 +82,26 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
 
     require_finite(data)
     render_prediction(data, precision, side)
+
+
+def choose_max_batch(model_name: str, target, chips: int | None, tokens: int, precision: str) -> tuple[int, int, str]:
+    """(batch, chips, note) for --batch max: the chips are --chips, or the fewest (a power of two,
+    as tensor parallelism takes them) that hold the weights and one sequence's cache."""
+    from hardware_models.plan import ceil_div
+    from hardware_models.predict import max_batch
+    from reference.catalogue import get_entry
+    from reference.dtypes import get_dtype
+    from reference.models import get_model
+
+    element = get_dtype(precision).bytes
+    entry = get_entry(model_name)
+    weights = entry.n_weights(entry.resolve({})) * element
+    sequence = get_model(model_name).kv_cache_bytes(1, tokens, element)
+    if chips is None:
+        least = max(1, ceil_div(weights + sequence, max(1, int(target.usable_main_memory_bytes))))
+        chips = 1 << (least - 1).bit_length()
+    batch, note = max_batch(target, chips, weights, sequence)
+    return batch, chips, note
 
 
 def check_precision(precision: str, target) -> None:

@@ -74,19 +74,23 @@ def lowering_from_file(path: str):
 
 
 def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, output_len: int, precision: str = "bf16"):
-    """(prefill IR, decode IR, KV-cache bytes) of a published model, as `predict_inference` takes them.
+    """(prefill IR, decode graphs, KV-cache bytes) of a published model, as `predict_inference` takes
+    them: the decode graphs are (cache length, IR) at `hardware_models.predict.decode_lengths`.
 
-    The decode step runs against a cache of input + output tokens; fp8 and int8 go through
-    `quantize_weights` (weights, KV cache and matmul inputs in 8 bits).
+    The last decode step runs against a cache of input + output - 1 tokens, and the cache is sized
+    for input + output; fp8 and int8 go through `quantize_weights` (weights, KV cache and matmul
+    inputs in 8 bits).
     """
     from hardware_models.passes.quantize_weights import quantize_weights
+    from hardware_models.predict import decode_lengths
     from reference.models import get_model
 
     dtype, eight_bit = precision_dtypes(precision)
-    tokens = input_len + output_len
     prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
-    decode = lower_named(model_name, side, {"batch": batch, "seq": tokens, "mode": "decode"}, dtype).module
+    decodes = [(length, lower_named(model_name, side, {"batch": batch, "seq": length, "mode": "decode"}, dtype).module)
+               for length in decode_lengths(input_len, output_len)]
     if eight_bit:
-        prefill, decode = quantize_weights(prefill, eight_bit), quantize_weights(decode, eight_bit)
-    cache_bytes = get_model(model_name).kv_cache_bytes(batch, tokens, get_dtype(precision).bytes)
-    return prefill, decode, cache_bytes
+        prefill = quantize_weights(prefill, eight_bit)
+        decodes = [(length, quantize_weights(module, eight_bit)) for length, module in decodes]
+    cache_bytes = get_model(model_name).kv_cache_bytes(batch, input_len + output_len, get_dtype(precision).bytes)
+    return prefill, decodes, cache_bytes

@@ -33,6 +33,7 @@ from __future__ import annotations
 from hardware_models.plan import AttentionShape, Group, Placement, Plan, ValueGraph, ceil_div, gemm_shape, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module, category
+from reference.units import plural
 
 # Ops a flash kernel applies to a tile as it loads or stores it (compiler choice, as
 # FlashAttention and the Pallas kernels do): a change of type or layout, the GQA repeat.
@@ -195,7 +196,7 @@ def fuse_attention(module: Module, plan: Plan, target: Target, stack: str = "Fla
         groups.append(Group(position, g.kind, g.members, g.instance, g.repeats, g.label))
         if facts is not None:
             shapes[position] = AttentionShape(stack=stack, **facts)
-    note = (f"{len(kernels)} attention kernels fused ({stack}): scores stay on chip; each reads Q, K, V "
+    note = (f"{plural(len(kernels), 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
             f"and writes O in main memory")
     return plan.with_(groups=tuple(groups), attention=shapes, notes=plan.notes + (note,))
 
