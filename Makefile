@@ -9,7 +9,10 @@ PYTEST_WORKERS ?= 2
 SCALESIM_VENV := .venv-scalesim
 SCALESIM_STAMP := $(SCALESIM_VENV)/.installed-stamp
 
-.PHONY: setup scalesim demo test test-core bench clean
+PEERS_VENV := .venv-peers
+PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
+
+.PHONY: setup scalesim demo test test-core bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +53,16 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/estimates.py
 	$(BIN)/python benchmarks/predict.py
 	$(BIN)/python benchmarks/layer_scaling.py
+
+# The peer predictors (GenZ, llm-analysis) at their default efficiencies on every published
+# serving row: their pins clash with ours, so they get their own venv; one JSON object on stdout.
+$(PEERS_STAMP):
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check genz-llm==0.0.16 llm-analysis==0.2.2
+	touch $(PEERS_STAMP)
+
+bench-peers: $(PEERS_STAMP)
+	$(PEERS_VENV)/bin/python benchmarks/peers.py
 
 clean:
 	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis

@@ -219,6 +219,11 @@ def prediction_notes(data: dict) -> list[tuple[str, str]]:
             for note in dict.fromkeys(prefill + decode)]
 
 
+def _rate(tokens_per_s: float) -> str:
+    """A rate in ten columns: one decimal, or three significant digits below 0.1 (never a bare 0.0)."""
+    return f"{tokens_per_s:10.1f}" if tokens_per_s >= 0.1 or tokens_per_s == 0 else f"{tokens_per_s:10.3g}"
+
+
 def render_prediction(data: dict, precision: str, side: str) -> None:
     import click
 
@@ -231,8 +236,8 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
         + ", ".join(f"{format_seconds(p['step_s'])} at {p['cache_len']:,} tokens" for p in data["decode_step_at"]) + ")\n"
         f"  decode, all steps     {format_seconds(data['decode_total_s']):>10}   ({data['decode_steps']:,} steps after the first token)\n"
         f"  end to end            {format_seconds(data['e2e_latency_s']):>10}\n"
-        f"  tokens/s per user     {data['tokens_per_s_per_user']:10.1f}\n"
-        f"  throughput tokens/s   {data['throughput_tokens_per_s']:10.1f}   (batch x output tokens / end to end)\n"
+        f"  tokens/s per user     {_rate(data['tokens_per_s_per_user'])}\n"
+        f"  throughput tokens/s   {_rate(data['throughput_tokens_per_s'])}   (batch x output tokens / end to end)\n"
         f"  KV cache              {format_bytes(data['kv_cache_bytes']):>10} in {data['kv_cache_location']}"
     )
     for note in ([data["batch_note"]] if data.get("batch_note") else []) + data.get("notes", []):

@@ -275,9 +275,32 @@ def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(c
             "kv_cache_location", "bottleneck"}
     assert keys <= set(data)
     assert data["tokens_per_s_per_user"] == pytest.approx(1 / data["decode_step_s"])
-    assert data["throughput_tokens_per_s"] == pytest.approx(2 / data["decode_step_s"])
+    assert data["decode_steps"] == 7 and data["decode_total_s"] == pytest.approx(7 * data["decode_step_s"])
+    assert data["e2e_latency_s"] == pytest.approx(data["ttft_s"] + data["decode_total_s"])
+    assert data["throughput_tokens_per_s"] == pytest.approx(2 * 8 / data["e2e_latency_s"])  # static batch: out tokens / e2e
+    assert [p["cache_len"] for p in data["decode_step_at"]] == [17, 20, 23]  # the first, middle and last step's cache
+    steps = [p["step_s"] for p in data["decode_step_at"]]
+    assert steps == sorted(steps) and data["decode"]["total_time_s"] == steps[-1]  # a longer cache never costs less
     assert data["ttft_s"] == data["prefill"]["total_time_s"] > 0
     assert data["kv_cache_location"] == "hbm" and data["chips"] == 1
+
+
+def test_predict_batch_max_fills_memory_with_cache_up_to_the_engine_maximum(capsys):
+    """llama-3.1-8b fp8 on one H100, 128 + 2048 tokens: (72 GB usable - 8.03 GB of weights) over
+    2 x 32 x 2176 x 8 x 128 B = 142.6 MB of cache per sequence: 448 sequences."""
+    args = ["predict", "--model", "llama-3.1-8b", "--target", "h100", "--precision", "fp8", "--batch", "max",
+            "--input-len", "128", "--output-len", "2048", "--json"]
+    assert cli.main(args) == 0
+    data = json.loads(capsys.readouterr().out)
+    usable = 80e9 * 0.9  # h100.toml: levels.hbm.bytes, usable_fraction
+    assert data["batch"] == int((usable - 8_030_261_248) // (2 * 32 * 2176 * 8 * 128)) == 448
+    assert "448 sequences' caches" in data["batch_note"]
+
+
+def test_predict_batch_max_is_refused_where_chips_grow_with_the_batch(capsys):
+    assert cli.main(["predict", "--model", "tiny", "--target", "groq-lpu", "--batch", "max"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "give --batch N" in err
 
 
 def test_predict_in_fp8_streams_half_the_weights(capsys):

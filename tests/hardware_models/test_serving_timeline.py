@@ -1,0 +1,50 @@
+"""The serving timeline (hardware_models/predict.py): where decode steps are costed, how they are
+summed over the output, and --batch max's arithmetic; each checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.predict import ENGINE_MAX_BATCH, decode_lengths, integrate_steps, max_batch
+from hardware_models.target import get_target
+from reference.errors import InvalidShape
+
+
+def test_the_module_docs_worked_number():
+    """t(L) = 1 ms + L us over L = 129..256 (input 128, output 129): 128 ms + 24.64 ms."""
+    points = [(length, 1e-3 + length * 1e-6) for length in decode_lengths(128, 129)]
+    assert integrate_steps(points, 129, 256) == pytest.approx(0.15264)
+
+
+@pytest.mark.parametrize("input_len, output_len, expected", [
+    (128, 1, (129,)),            # no step after the first token: the one that would follow
+    (128, 2, (129,)),            # one step, at 129
+    (128, 3, (129, 130)),
+    (2048, 256, (2049, 2176, 2303)),
+])
+def test_steps_are_costed_at_the_first_middle_and_last_cache_length(input_len, output_len, expected):
+    assert decode_lengths(input_len, output_len) == expected
+
+
+def test_interpolation_is_exact_for_a_linear_step_and_flat_beyond_the_points():
+    points = [(10, 2.0), (20, 4.0)]
+    assert integrate_steps(points, 10, 20) == pytest.approx(sum(2.0 + 0.2 * (n - 10) for n in range(10, 21)))
+    assert integrate_steps(points, 5, 9) == pytest.approx(5 * 2.0)
+    assert integrate_steps(points, 21, 22) == pytest.approx(2 * 4.0)
+
+
+def test_max_batch_is_what_fits_beside_the_weights_capped_at_the_engine_maximum():
+    h100 = get_target("h100")
+    usable = int(h100.usable_main_memory_bytes)
+    assert max_batch(h100, 1, usable - 10 * 1000, 1000)[0] == 10
+    assert max_batch(h100, 2, usable, 1000)[0] == min(ENGINE_MAX_BATCH, usable // 1000)
+    batch, note = max_batch(h100, 1, 8 * 10**9, 10**6)
+    assert batch == ENGINE_MAX_BATCH and "capped at the engine maximum 2048" in note
+
+
+def test_max_batch_refuses_when_no_sequence_fits_and_on_sram_targets():
+    h100 = get_target("h100")
+    with pytest.raises(InvalidShape, match="less than one sequence's cache"):
+        max_batch(h100, 1, int(h100.usable_main_memory_bytes), 1)
+    with pytest.raises(InvalidShape, match="adds wafers as the batch grows"):
+        max_batch(get_target("wse-3"), 1, 1, 1)
