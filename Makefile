@@ -62,7 +62,7 @@ $(PEERS_STAMP):
 	touch $(PEERS_STAMP)
 
 bench-peers: $(PEERS_STAMP)
-	$(PEERS_VENV)/bin/python benchmarks/peers.py
+	@$(PEERS_VENV)/bin/python benchmarks/peers.py
 
 clean:
-	rm -rf $(VENV) $(SCALESIM_VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(SCALESIM_VENV) $(PEERS_VENV) build *.egg-info .hypothesis

@@ -3,6 +3,11 @@
 comparable rows (within 2x, median |error|). Rows that cannot be compared one-to-one are shown
 with their reason and left out of the summary (hardware_models/serving_rows.py).
 
+In the same run, where `make bench-peers` has built .venv-peers, the two peer predictors GenZ
+(genz-llm) and llm-analysis predict the same rows at their default efficiencies
+(benchmarks/peers.py), and the three tools are summarized side by side: each over the comparable
+rows it can predict, and all three over the rows every one of them predicts.
+
 Writes benchmarks/results/serving_accuracy.csv. Usage: python benchmarks/serving_accuracy.py [ROW_ID ...]
 """
 
@@ -21,6 +26,22 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from hardware_models.serving_rows import ROWS, ServingRow  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).with_name("results") / "serving_accuracy.csv"
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PEERS_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
+PEERS = ("genz", "llm-analysis")
+
+
+def run_peers() -> dict:
+    """{row id: {"genz": figure or None, "llm-analysis": ...}} from benchmarks/peers.py, or {} (and
+    why, on stderr) where .venv-peers is absent or the run fails."""
+    if not PEERS_PYTHON.exists():
+        print("peers: .venv-peers is absent (make bench-peers builds it); GenZ and llm-analysis not run", file=sys.stderr)
+        return {}
+    out = subprocess.run([str(PEERS_PYTHON), str(ROOT / "benchmarks" / "peers.py")], capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        print(f"peers: benchmarks/peers.py failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return {}
+    return json.loads(out.stdout)
 
 
 def command(row: ServingRow) -> list[str]:
@@ -50,13 +71,14 @@ def run(row: ServingRow) -> dict:
             "comparable": not row.not_comparable, "reason": row.not_comparable, "wall_s": wall}
 
 
-def summary(results: list[dict]) -> str:
-    comparable = [r for r in results if r.get("comparable")]
-    if not comparable:
-        return "no comparable rows ran"
-    inside = sum(r["within_2x"] for r in comparable)
-    median = statistics.median(abs(r["error"]) for r in comparable)
-    return f"comparable rows: {len(comparable)}; within 2x: {inside}/{len(comparable)}; median |error|: {median:.1%}"
+def summary(results: list[dict], key: str = "predicted", label: str = "landscape") -> str:
+    """Within 2x and median |error| over the comparable rows that `key` predicted."""
+    rows = [r for r in results if r.get("comparable") and r.get(key) is not None]
+    if not rows:
+        return f"{label}: no comparable rows predicted"
+    inside = sum(within_2x(r[key], r["published"]) for r in rows)
+    median = statistics.median(abs(error(r[key], r["published"])) for r in rows)
+    return f"{label}: comparable rows {len(rows)}; within 2x {inside}/{len(rows)}; median |error| {median:.1%}"
 
 
 def main(ids: list[str]) -> None:
@@ -73,15 +95,34 @@ def main(ids: list[str]) -> None:
               f"{r['metric']:10s} published {r['published']:>9.4g} predicted {r['predicted']:>9.4g} "
               f"error {r['error']:+7.1%}{tag}", flush=True)
     print(summary(results))
+    peers = run_peers()
+    if peers:
+        ran = [r for r in results if "failed" not in r]
+        for r in ran:
+            for peer in PEERS:
+                r[peer] = peers.get(r["id"], {}).get(peer)
+        print("\nside by side (error against the published figure; - : the tool has no model of that hardware)")
+        print(f"{'row':4s} {'published':>10s} {'landscape':>10s} {'GenZ':>10s} {'llm-analysis':>12s}")
+        for r in ran:
+            cells = [f"{error(r[k], r['published']):+.0%}" if r.get(k) is not None else "-" for k in ("predicted", *PEERS)]
+            print(f"{r['id']:4s} {r['published']:>10.4g} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>12s}"
+                  + ("" if r["comparable"] else "   (not comparable)"))
+        for key, label in (("predicted", "landscape"), ("genz", "GenZ"), ("llm-analysis", "llm-analysis")):
+            print(summary(ran, key, label))
+        common = [r for r in ran if all(r.get(k) is not None for k in ("predicted", *PEERS))]
+        ids_common = ", ".join(r["id"] for r in common if r["comparable"])
+        print(f"on the comparable rows all three predict ({ids_common}):")
+        for key, label in (("predicted", "landscape"), ("genz", "GenZ"), ("llm-analysis", "llm-analysis")):
+            print("  " + summary(common, key, label))
     RESULTS.parent.mkdir(exist_ok=True)
     keys = ["id", "model", "target", "chips", "batch", "precision", "metric", "published", "predicted", "error",
-            "within_2x", "comparable", "reason", "wall_s"]
+            "within_2x", "comparable", "reason", "genz", "llm-analysis", "wall_s"]
     with open(RESULTS, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         writer.writeheader()
         for r in results:
             if "failed" not in r:
-                writer.writerow({k: (f"{r[k]:.4g}" if isinstance(r[k], float) else r[k]) for k in keys})
+                writer.writerow({k: (f"{r[k]:.4g}" if isinstance(r.get(k), float) else r.get(k, "")) for k in keys})
 
 
 if __name__ == "__main__":

@@ -8,12 +8,13 @@ third op is "main/2:block" and its value "%7" is "main/2:block%7", so every id i
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hardware_models.plan import PlannedOp
-from reference.ir import Module, module_stats
+from reference.ir import Module, Op, module_stats
 
 if TYPE_CHECKING:
     from hardware_models.plan import Plan
@@ -46,7 +47,32 @@ def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, .
                 planned.append(PlannedOp(len(planned), op, instance, repeats))
 
     walk(module.main.ops, "main", 1)
-    return tuple(planned), tuple(notes)
+    return materialize_returned_arguments(module, tuple(planned), tuple(notes))
+
+
+def materialize_returned_arguments(module: Module, planned: tuple[PlannedOp, ...], notes: tuple[str, ...]):
+    """A program output that is one of its arguments (a clone, which XLA and torch-mlir lower to
+    returning the argument itself) becomes a copy kernel: the output is a new buffer the program
+    writes, as a runtime that does not donate the input must (XLA copies an undonated parameter
+    it returns). The copy is added right before main's return, which then returns it."""
+    arguments = {name for name, _ in module.main.args}
+    last = planned[-1] if planned else None
+    if last is None or last.instance != "main" or last.op.short_name != "return":
+        return planned, notes
+    returned = [v for v in last.op.operands if v in arguments]
+    if not returned:
+        return planned, notes
+    copies, renamed = [], {}
+    for i, value in enumerate(dict.fromkeys(returned)):
+        typ = dict(module.main.args)[value]
+        result = f"%landscape.copy{i}"
+        copies.append(PlannedOp(last.index + i, Op("stablehlo.copy", (result,), (typ,), (value,), (typ,), origin=last.op.origin), "main", 1))
+        renamed[value] = result
+    ret = dataclasses.replace(last.op, operands=tuple(renamed.get(v, v) for v in last.op.operands))
+    tail = PlannedOp(last.index + len(copies), ret, "main", 1)
+    note = (f"{len(copies)} returned argument{'s' if len(copies) > 1 else ''} ({', '.join(renamed)}) written out as a copy: "
+            "the program's output is a new buffer")
+    return (*planned[:-1], *copies, tail), (*notes, note)
 
 
 @dataclass(frozen=True)

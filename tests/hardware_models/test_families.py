@@ -153,6 +153,24 @@ def test_the_vmem_buffer_split_is_a_knob_of_the_target_file():
 
 def test_a_program_with_no_kernels_costs_nothing_and_says_why():
     v = t((65,), "f16")
-    result = estimate(program({"a": v}, [], "%a", v), get_target("spyre"))
+    result = estimate(program({"a": v}, ["%c = stablehlo.constant dense<0.0> : " + v], "%c", v), get_target("spyre"))
     assert result.groups == () and result.total.time_s == 0
     assert any("no kernels" in n for n in result.notes)
+
+
+@pytest.mark.parametrize("name", representative_targets())
+def test_a_returned_argument_is_written_out_as_a_copy_kernel_on_every_family(name):
+    """A clone lowers to returning its argument; its output is still a new buffer (a copy)."""
+    v = t((65,), "f16")
+    result = estimate(program({"a": v}, [], "%a", v), get_target(name))
+    assert [g.ops for g in result.groups] == [("copy",)] and result.total.time_s > 0
+    assert any("written out as a copy" in n for n in result.notes)
+
+
+def test_the_65_element_fp16_clone_on_spyre_moves_two_sticks_each_way():
+    """The course's example: 65 fp16 elements = 130 B padded to 2 sticks of 128 B, read and written:
+    512 B, 252 of them padding (49.2%)."""
+    v = t((65,), "f16")
+    result = estimate(program({"a": v}, [], "%a", v), get_target("spyre"))
+    assert result.total.bytes_at("lpddr5") == 2 * 2 * 128
+    assert any("252 of the 512 bytes between kernels (49.2%) are padding" in n for n in result.notes)

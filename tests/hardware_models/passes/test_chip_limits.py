@@ -27,6 +27,27 @@ def test_chips_at_the_maximum_are_accepted():
     assert plan.partition.chips == 96
 
 
-def test_tensor_parallelism_without_a_contraction_is_refused():
-    with pytest.raises(InvalidShape, match="at most 1: the program has no contraction"):
+def test_tensor_parallelism_without_a_weight_matmul_is_refused():
+    with pytest.raises(InvalidShape, match="at most 1: the program has no weight matmul"):
         compile_plan(elementwise(64), get_target("tpu-v5e"), chips=2)
+
+
+def test_attention_dots_do_not_bound_tensor_parallelism():
+    """Only weight matmuls are split by columns: a decode step's attention dot against the cache
+    (batched over heads, 1 query row) does not cap the chips (a GQA model took at most 4 before)."""
+    from tests.hardware_models.programs import program, t
+
+    x, w, y = t((1, 64)), t((64, 256)), t((1, 256))
+    q, kv, s, flat = t((16, 1, 16)), t((16, 4, 16)), t((16, 1, 4)), t((1, 64))  # 4 keys: the dot's n is 4
+    module = program(
+        {"x": x, "w": w, "q": q, "k": kv, "w2": w},
+        [f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
+         f"%1 = stablehlo.dot_general %q, %k, batching_dims = [0] x [0], contracting_dims = [2] x [2] : ({q}, {kv}) -> {s}",
+         f"%2 = stablehlo.reshape %1 : ({s}) -> {flat}",
+         f"%3 = stablehlo.dot_general %2, %w2, contracting_dims = [1] x [0] : ({flat}, {w}) -> {y}",
+         f"%4 = stablehlo.add %0, %3 : {y}"],
+        "%4", y,
+    )
+    assert compile_plan(module, get_target("h100"), chips=8).partition.chips == 8
+    with pytest.raises(InvalidShape, match="at most 256: .* the narrowest has 256"):
+        compile_plan(module, get_target("h100"), chips=512)

@@ -82,7 +82,9 @@ def test_a_decode_step_reads_the_weights_and_the_kv_cache_once(side):
     from landscape.serving import lower_for_serving
     from reference.catalogue import CATALOGUE
 
-    _, decode, cache = lower_for_serving("llama-3.1-8b", side, 1, 2047, 1)
+    _, decodes, cache = lower_for_serving("llama-3.1-8b", side, 1, 2047, 1)
+    ((length, decode),) = decodes  # one step, against a 2048-token buffer
+    assert length == 2048
     entry = CATALOGUE["llama-3.1-8b"]
     weights = 2 * entry.n_weights(entry.resolve({}))
     moved = estimate(decode, get_target("h100")).total.bytes_at("hbm")
