@@ -390,6 +390,17 @@ class Plan:
         graph = self.value_graph()
         return {graph.producer[r]: self.ops[graph.producer[r]].operands.index(u) for r, u in graph.in_place.items()}
 
+    @functools.cached_property
+    def _callers(self) -> dict[str, str]:
+        return {p.callee: p.instance for p in self.ops if p.callee}
+
+    def timeline(self, instance: str) -> str:
+        """The instance whose timeline an op of `instance` runs on: an inlined call's callee runs in
+        its caller's (values.py inlines calls without a trip count); any other instance is its own."""
+        while instance in self._callers:
+            instance = self._callers[instance]
+        return instance
+
     def group_ops(self, group: Group) -> list[PlannedOp]:
         return [self.ops[i] for i in group.members]
 

@@ -35,7 +35,7 @@ def chrome_trace(plan: Plan, target: Target) -> dict:
     """
     check_traceable(target)
     clock = target["chip.clock_hz"]
-    instances = sorted({g.instance for g in plan.groups if g.id in plan.schedule})
+    instances = sorted({plan.timeline(g.instance) for g in plan.groups if g.id in plan.schedule})
     units = sorted({slot.unit for slot in plan.schedule.values()})
     events = []
     for pid, instance in enumerate(instances):
@@ -48,7 +48,7 @@ def chrome_trace(plan: Plan, target: Target) -> dict:
             continue
         name = "+".join(plan.ops[i].op.short_name for i in group.members)
         events.append({
-            "ph": "X", "name": name, "cat": group.kind, "pid": instances.index(group.instance), "tid": units.index(slot.unit),
+            "ph": "X", "name": name, "cat": group.kind, "pid": instances.index(plan.timeline(group.instance)), "tid": units.index(slot.unit),
             "ts": slot.start / clock * 1e6, "dur": max(slot.finish - slot.start, 1) / clock * 1e6,
             "args": {"group": group.id, "start_cycle": slot.start, "finish_cycle": slot.finish, "busy_cycles": slot.busy,
                      "repeats": group.repeats},

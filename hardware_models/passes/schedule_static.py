@@ -95,10 +95,11 @@ def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
                 finish_floor = max(finish_floor, p.finish + own_latency)
             else:
                 ready = max(ready, p.finish + own_latency)
-        start = max(ready, unit_free.get((group.instance, unit), 0))
+        timeline = plan.timeline(group.instance)  # an inlined call's ops run on their caller's units
+        start = max(ready, unit_free.get((timeline, unit), 0))
         finish = max(start + duration, finish_floor)
-        unit_free[(group.instance, unit)] = finish
-        before = makespan.get(group.instance, 0)
-        makespan[group.instance] = max(before, finish)
-        slots[group.id] = Slot(unit, start, finish, busy, feed, makespan[group.instance] - before, padded)
+        unit_free[(timeline, unit)] = finish
+        before = makespan.get(timeline, 0)
+        makespan[timeline] = max(before, finish)
+        slots[group.id] = Slot(unit, start, finish, busy, feed, makespan[timeline] - before, padded)
     return plan.with_(schedule=slots)
