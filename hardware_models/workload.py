@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hardware_models.plan import PlannedOp
+from hardware_models.plan import PlannedOp, gemm_shape
 from reference.ir import Module, Op, module_stats
 
 if TYPE_CHECKING:
@@ -203,3 +203,21 @@ def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
             if operand in params:
                 params.add(f"{child}{name}")
     return frozenset(params)
+
+
+def weight_matmul_widths(module: Module, plan: "Plan") -> list[int]:
+    """Output widths (n) of the contractions that multiply by a weight matrix: no batch dimension
+    and an operand that is one of the program's arguments (a projection, an MLP matrix, the LM
+    head). Attention's dots (batched over heads, against activations or the KV cache) are not
+    split by columns, so they do not bound the chip count."""
+    arguments = program_arguments(plan, module)
+    graph = plan.value_graph()
+    widths = []
+    for g in plan.groups:
+        if g.kind != "contraction":
+            continue
+        p = plan.ops[g.members[0]]
+        shape = gemm_shape(p.op, "")
+        if shape.batch == 1 and any(graph.root(v) in arguments for v in p.operands[:2]):
+            widths.append(shape.n)
+    return widths

@@ -8,7 +8,7 @@ weights, inputs, a KV cache; a regional block's weights once per layer — in SR
     stages          = ceil(chips / tensor_parallel)              (layer groups in a pipeline)
 
 --chips N may spread the program wider, up to the chips it needs or, if more, one output column
-of the narrowest matmul per chip x the layers (a regional model; the kernels of a flat program):
+of the narrowest weight matrix per chip x the layers (a regional model; the kernels of a flat program):
 beyond that a chip would hold no work. It then adds the
 chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
@@ -20,8 +20,8 @@ Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB pe
 from __future__ import annotations
 
 
-from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
-from hardware_models.workload import program_footprint
+from hardware_models.plan import Group, Partition, Plan, ceil_div
+from hardware_models.workload import program_footprint, weight_matmul_widths
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
@@ -39,12 +39,12 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
         if plan.requested_chips < chips:
             raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {format_bytes(needed)} of SRAM: at least {chips} chips")
         stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
-        widths = [gemm_shape(plan.ops[g.members[0]].op, "").n for g in plan.groups if g.kind == "contraction"]
+        widths = weight_matmul_widths(module, plan)  # attention's dots are not split by columns
         per_layer = max(tensor_parallel, min(widths, default=1))
         most = max(chips, per_layer * stages)
         if plan.requested_chips > most:
             raise InvalidShape(target.name, "chips", plan.requested_chips,
-                               f"at most {most}: {per_layer} per layer (one output column of the narrowest matmul "
+                               f"at most {most}: {per_layer} per layer (one output column of the narrowest weight matrix "
                                f"each) x {stages} pipeline stages (one " + ("layer" if footprint.regional else "kernel")
                                + " each)")
         chips = plan.requested_chips

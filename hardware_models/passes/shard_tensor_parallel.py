@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
-from hardware_models.workload import program_arguments, program_footprint
+from hardware_models.workload import program_footprint, weight_matmul_widths
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
@@ -53,24 +53,6 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     note = (f"{format_bytes(needed)} of arguments over {format_bytes(usable)} usable per chip: tensor parallel over "
             f"{chips} chips, {reduces.repeats} all-reduces of {format_bytes(hidden)}")
     return plan.with_(groups=plan.groups + (reduces,), partition=partition, attention=attention, notes=plan.notes + (note,) + kv_notes)
-
-
-def weight_matmul_widths(module: Module, plan: Plan) -> list[int]:
-    """Output widths (n) of the contractions that multiply by a weight matrix: no batch dimension
-    and an operand that is one of the program's arguments (a projection, an MLP matrix, the LM
-    head). Attention's dots (batched over heads, against activations or the KV cache) are not
-    split by columns, so they do not bound the chip count."""
-    arguments = program_arguments(plan, module)
-    graph = plan.value_graph()
-    widths = []
-    for g in plan.groups:
-        if g.kind != "contraction":
-            continue
-        p = plan.ops[g.members[0]]
-        shape = gemm_shape(p.op, "")
-        if shape.batch == 1 and any(graph.root(v) in arguments for v in p.operands[:2]):
-            widths.append(shape.n)
-    return widths
 
 
 def shard_kv_heads(plan: Plan, chips: int) -> tuple[dict, tuple[str, ...]]:
