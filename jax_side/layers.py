@@ -11,6 +11,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from reference.catalogue.attention import rope_inv_freq
+from reference.catalogue.mlp import MOE_DISPATCH, expert_capacity, routed_moe  # noqa: F401 (routed_moe: for the lowering)
 from reference.models import ModelConfig
 
 
@@ -139,8 +140,16 @@ class MoE(nnx.Module):
         top_p = top_p / top_p.sum(axis=-1, keepdims=True)
         weights_te = (jax.nn.one_hot(top_i, probs_te.shape[-1]) * top_p[..., None]).sum(axis=1).astype(x.dtype)
         out = jnp.zeros_like(x_td)
-        for e, expert in enumerate(self.experts):
-            out = out + weights_te[:, e : e + 1] * expert(x_td)
+        dispatch = MOE_DISPATCH.get()
+        if dispatch is None:  # dense: every expert on every token
+            for e, expert in enumerate(self.experts):
+                out = out + weights_te[:, e : e + 1] * expert(x_td)
+            return out.reshape(x.shape)
+        tokens, n = weights_te.shape
+        active, capacity = (n, tokens) if dispatch == "full" else expert_capacity(tokens, n, self.top_k)
+        for e in range(active):  # routed: gather the expert's rows, run it, scatter-add its output
+            weight_c, rows = jax.lax.top_k(weights_te[:, e], capacity)
+            out = out.at[rows].add(weight_c[:, None] * self.experts[e](jnp.take(x_td, rows, axis=0)))
         return out.reshape(x.shape)
 
 

@@ -31,7 +31,9 @@ def lower_function(fn, *args, name: str = "fn", n_params: int = 0, compile_xla: 
         compile_xla: also compile, keeping XLA's optimized HLO ("xla" stage) and its costs.
     """
     abstract = jax.tree.map(_abstract, args)
-    traced = jax.jit(fn).trace(*abstract)
+    # keep_unused: a weight the program does not read (an expert no token is routed to) is still an
+    # argument the chips must hold, as a serving engine loads every weight
+    traced = jax.jit(fn, keep_unused=True).trace(*abstract)
     lowered = traced.lower()
     text = lowered.as_text(debug_info=True)
     stages = {"jaxpr": str(traced.jaxpr), "stablehlo": lowered.as_text()}
@@ -65,11 +67,14 @@ def abstract_inputs(name: str, shapes: dict, dtype: str) -> list[jax.ShapeDtypeS
 
 def lower_entry(name: str, shapes: dict, dtype: str, compile_xla: bool = False) -> Lowering:
     """Lower a catalogue entry (resolved shapes) without materializing weights."""
+    from jax_side.layers import routed_moe
+
     fn = build(name, shapes, dtype)
     inputs = abstract_inputs(name, shapes, dtype)
-    if isinstance(fn, nnx.Module):
-        return lower_module(fn, *inputs, name=name, compile_xla=compile_xla)
-    return lower_function(fn, *inputs, name=name, compile_xla=compile_xla)
+    with routed_moe():  # the graph that is costed routes its tokens (numerical runs keep dense dispatch)
+        if isinstance(fn, nnx.Module):
+            return lower_module(fn, *inputs, name=name, compile_xla=compile_xla)
+        return lower_function(fn, *inputs, name=name, compile_xla=compile_xla)
 
 
 def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
@@ -80,7 +85,7 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     """
     import dataclasses
 
-    from jax_side.layers import Block, Epilogue, Prologue
+    from jax_side.layers import Block, Epilogue, Prologue, routed_moe
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
 
@@ -90,11 +95,12 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     ids = jax.ShapeDtypeStruct((plan.batch, plan.tokens), np.int32)
     x = jax.ShapeDtypeStruct((plan.batch, plan.tokens, cfg.d_model), dt)
     caches = [jax.ShapeDtypeStruct(plan.cache_shape(), dt)] * 2 if plan.cache_shape() else []
-    parts = (
-        lower_module(nnx.eval_shape(lambda: Prologue(cfg, dt, rngs(), plan.past)), ids, name=f"{name}.prologue"),
-        lower_module(nnx.eval_shape(lambda: Block(cfg, dt, rngs())), x, *caches, name=f"{name}.block"),
-        lower_module(nnx.eval_shape(lambda: Epilogue(cfg, dt, rngs())), x, name=f"{name}.epilogue"),
-    )
+    with routed_moe():  # the graph that is costed routes its tokens
+        parts = (
+            lower_module(nnx.eval_shape(lambda: Prologue(cfg, dt, rngs(), plan.past)), ids, name=f"{name}.prologue"),
+            lower_module(nnx.eval_shape(lambda: Block(cfg, dt, rngs())), x, *caches, name=f"{name}.block"),
+            lower_module(nnx.eval_shape(lambda: Epilogue(cfg, dt, rngs())), x, name=f"{name}.epilogue"),
+        )
     module, params, buffers = compose_regional(
         *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
         n_state=tuple(p.state_args for p in parts),

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from reference.catalogue.attention import rope_inv_freq
+from reference.catalogue.mlp import MOE_DISPATCH, expert_capacity, routed_moe  # noqa: F401 (routed_moe: for the lowering)
 from reference.models import ModelConfig
 
 
@@ -113,8 +114,16 @@ class MoE(nn.Module):
         top_p = top_p / top_p.sum(dim=-1, keepdim=True)
         weights_te = torch.zeros_like(probs_te).scatter(1, top_i, top_p).to(x.dtype)
         out = torch.zeros_like(x_td)
-        for e, expert in enumerate(self.experts):
-            out = out + weights_te[:, e : e + 1] * expert(x_td)
+        dispatch = MOE_DISPATCH.get()
+        if dispatch is None:  # dense: every expert on every token
+            for e, expert in enumerate(self.experts):
+                out = out + weights_te[:, e : e + 1] * expert(x_td)
+            return out.reshape(shape)
+        tokens, n = weights_te.shape
+        active, capacity = (n, tokens) if dispatch == "full" else expert_capacity(tokens, n, self.top_k)
+        for e in range(active):  # routed: gather the expert's rows, run it, scatter-add its output
+            weight_c, rows = torch.topk(weights_te[:, e], capacity)
+            out = out.index_add(0, rows, weight_c[:, None] * self.experts[e](x_td.index_select(0, rows)))
         return out.reshape(shape)
 
 

@@ -81,7 +81,9 @@ def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
 
 def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
     """Lower a catalogue entry (resolved shapes) with a fake module and fake inputs."""
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    from pytorch_side.layers import routed_moe
+
+    with FakeTensorMode(allow_non_fake_inputs=True), routed_moe():  # the costed graph routes its tokens
         module = build(name, shapes, dtype)
         inputs = fake_inputs(name, shapes, dtype)
         return lower_module(module, *inputs, name=name)
@@ -93,13 +95,13 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     Each part goes through torch.export and torch-mlir once, so the time does not grow with
     the number of layers; the IR's call to the block carries trip_count = layers.
     """
-    from pytorch_side.layers import Block, Epilogue, Prologue
+    from pytorch_side.layers import Block, Epilogue, Prologue, routed_moe
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
 
     plan = regional_plan(name, shapes)
     cfg, dt = plan.cfg, TORCH_DTYPES[dtype]
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    with FakeTensorMode(allow_non_fake_inputs=True), routed_moe():  # the costed graph routes its tokens
         ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
         x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
         caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []

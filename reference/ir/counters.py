@@ -187,6 +187,11 @@ def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
         applications = op.operand_types[0].elements - op.result_types[0].elements
         per_application = _block_cost(op.regions[0].ops, module, "trip_count").flops
         return moved + Cost(flops=applications * per_application)
+    if short == "scatter" and op.regions and len(op.operand_types) >= 3:
+        # the combiner runs once per update element (a scatter-add: one add each; a plain
+        # overwrite, whose combiner returns the update: none), as XLA's cost analysis counts it
+        per_application = _block_cost(op.regions[0].ops, module, "trip_count").flops
+        return moved + Cost(flops=op.operand_types[-1].elements * per_application)
     return moved
 
 

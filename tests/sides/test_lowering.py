@@ -47,7 +47,11 @@ def test_torch_contraction_flops_equal_flop_counter_and_the_jax_path(name, overr
     case = make_case(entry, shapes, "float32")
     module = pytorch_side.load_weights(pytorch_side.build(name, shapes, "float32"), dict(case.weights))
     # The math backend runs SDPA as matmuls; PyTorch registers no FLOP formula for its CPU flash kernel.
-    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+    from pytorch_side.layers import routed_moe
+
+    # routed_moe: the eager run takes the routed dispatch the lowering traces (an MoE's tokens go
+    # to their experts only), so both count the same expert matmuls.
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter, routed_moe():
         pytorch_side.run_module(module, *case.inputs.values())
     assert dot_and_conv_flops(torch_ir) == counter.get_total_flops()
     assert dot_and_conv_flops(torch_ir) == dot_and_conv_flops(lower_jax(name, shapes, "float32").module)
