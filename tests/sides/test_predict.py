@@ -50,3 +50,27 @@ def test_the_chips_405b_needs_on_lpus_are_never_refused_past_its_layers():
     program needs (it did once, and predict refused its own partition)."""
     result = _predict("llama-3.1-405b", "groq-lpu", input_len=2048, output_len=256)
     assert result.chips == 3916
+
+
+@pytest.mark.parametrize("chips, shards, note", [(2, 2, "sharded by KV heads"), (8, 8, "sharded by KV heads"),
+                                                 (16, 8, "replicated: 8 KV heads over 16 chips")])
+def test_the_kv_cache_is_split_by_kv_heads_and_replicated_beyond_them(chips, shards, note):
+    """llama-3.2-1b has 8 KV heads: a decode step's attention on N GPUs reads 1/min(N, 8) of the
+    cache per GPU (Megatron's and vLLM's sharding), and the plan says when heads are replicated."""
+    from hardware_models.estimate import estimate
+    from hardware_models.pipelines import compile_plan
+    from hardware_models.values import group_inputs
+    from landscape.serving import lower_named
+
+    module = lower_named("llama-3.2-1b", "jax", {"batch": 1, "seq": 1024, "mode": "decode"}, "bfloat16").module
+    h100 = get_target("h100")
+    plan = compile_plan(module, h100, chips=chips)
+    ((gid, shape),) = plan.attention.items()
+    assert shape.shards == shards and any(note in n for n in plan.notes)
+    graph = plan.value_graph()
+    group = plan.groups[gid]
+    cache = sum(graph.nbytes(v) for v in group_inputs(plan, graph, group) if v in shape.kv)
+    assert cache == 2 * 8 * 1024 * 64 * 2  # K and V of one layer: 8 heads x 1024 tokens x 64 x bf16
+    qo = plan.placements[gid].at("hbm") - -(-cache // shards)
+    assert 0 < qo < cache / shards  # the rest is this GPU's share of Q and O, far smaller
+    assert estimate(module, h100, "", plan).total.time_s > 0

@@ -94,3 +94,19 @@ def test_flat_and_regional_lowerings_partition_alike_and_cost_within_7_percent_o
         times = [estimate(m, target, "", p).total.time_s for m, p in zip((flat, regional), plans)]
         assert chips[0] == chips[1], name
         assert times[0] == pytest.approx(times[1], rel=0.07), name
+
+
+@pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-0.5b"])
+@pytest.mark.parametrize("side", ["torch", "jax"])
+def test_a_regional_models_arguments_hold_each_weight_once(model, side):
+    """A tied embedding (llama-3.2-1b, qwen2.5-0.5b) is one argument read by the prologue and the
+    head, counted once; Rotary's inv_freq is a buffer, not an activation: the program's arguments
+    are the published weights plus the token ids and a few kB of buffers (llama-3.1-8b: 16.06 GB
+    in bf16, where counting the embedding twice made 16.60 GB)."""
+    from hardware_models.workload import program_footprint
+    from landscape.serving import lower_named
+
+    entry = CATALOGUE[model]
+    weights = 2 * entry.n_weights(entry.resolve({}))
+    module = lower_named(model, side, {"batch": 1, "seq": 16}, "bfloat16").module
+    assert 0 <= program_footprint(module).needed_bytes - weights < 1e6

@@ -81,3 +81,35 @@ def test_verifier_rejects_a_dot_with_mismatched_contraction():
     bad = MATMUL.replace("contracting_dims = [1] x [0]", "contracting_dims = [0] x [0]")
     with pytest.raises(MalformedIR):
         verify(parse_stablehlo(bad))
+
+
+def _with_a_call(argument_type: str) -> str:
+    return f"""
+func.func private @block(%w: tensor<64xf32>, %x: tensor<4x64xf32>) -> tensor<4x64xf32> {{
+  %0 = stablehlo.broadcast_in_dim %w, dims = [1] : (tensor<64xf32>) -> tensor<4x64xf32>
+  %1 = stablehlo.add %x, %0 : tensor<4x64xf32>
+  return %1 : tensor<4x64xf32>
+}}
+func.func @main(%a: tensor<64xf32>, %b: {argument_type}) -> tensor<4x64xf32> {{
+  %0 = call @block(%a, %b) : (tensor<64xf32>, {argument_type}) -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}}
+"""
+
+
+def test_verify_checks_every_calls_argument_types_against_its_callee():
+    """A call that passes a value of another type than the callee declares (Rotary's f32[64]
+    inv_freq slot handed the bf16 hidden state, as a miswired regional block once was) is
+    malformed, named with the call, the argument and both types. MLIR's own parser refuses the
+    mismatch in text, so the IR is edited after parsing, as compose_regional builds it."""
+    import dataclasses
+
+    good = verify(parse_stablehlo(_with_a_call("tensor<4x64xf32>")))
+    main = good.main
+    wrong = main.args[1][0], type(main.args[1][1])((4, 64), "bf16")
+    call = main.ops[0]
+    bad_call = dataclasses.replace(call, operand_types=(call.operand_types[0], wrong[1]))
+    bad_main = dataclasses.replace(main, args=(main.args[0], wrong), ops=(bad_call, *main.ops[1:]))
+    bad = dataclasses.replace(good, functions=tuple(bad_main if f.name == "main" else f for f in good.functions))
+    with pytest.raises(MalformedIR, match=r"call @block passes %\w+ : .*bf16.* as argument 1"):
+        verify(bad)
