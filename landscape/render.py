@@ -54,7 +54,7 @@ def render_estimate(result, extra_notes=()) -> None:
     console.print(
         f"total {format_seconds(data['total_time_s'])} over {plural(data['kernels'], 'kernel')}: compute {format_seconds(data['compute_s'])}, "
         f"memory {format_seconds(data['memory_s'])}, schedule {format_seconds(data['schedule_s'])}; {data['flops']:.4g} FLOPs; "
-        f"{by_level}; utilization {data['utilization']:.1%}"
+        + (f"{by_level}; " if by_level else "") + f"utilization {data['utilization']:.1%}"
     )
     console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
     for note in [*data["notes"], *extra_notes]:
