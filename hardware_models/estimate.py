@@ -49,8 +49,8 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
     )
     notes = plan.notes
     if not groups:
-        notes += ("the program has no kernels, so nothing runs on the target and its time is 0: it returns its "
-                  "arguments or constants (a copy that XLA or torch-mlir turned into an alias) or works on empty tensors only",)
+        notes += ("the program has no kernels, so nothing runs on the target and its time is 0: it returns "
+                  "constants or works on empty tensors only (a returned argument would be a copy kernel)",)
     fallbacks = [g for g in groups if g.kind == "fallback"]
     if fallbacks:
         spent = sum(g.cost.time_s * g.repeats for g in fallbacks)
