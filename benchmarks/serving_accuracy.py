@@ -8,7 +8,8 @@ In the same run, where `make bench-peers` has built .venv-peers, the two peer pr
 (benchmarks/peers.py), and the three tools are summarized side by side: each over the comparable
 rows it can predict, and all three over the rows every one of them predicts.
 
-Writes benchmarks/results/serving_accuracy.csv. Usage: python benchmarks/serving_accuracy.py [ROW_ID ...]
+Writes benchmarks/results/serving_accuracy.csv on a full run (the peers' columns stay empty
+without .venv-peers); a run of some rows prints only. Usage: python benchmarks/serving_accuracy.py [ROW_ID ...]
 """
 
 from __future__ import annotations
@@ -114,6 +115,8 @@ def main(ids: list[str]) -> None:
         print(f"on the comparable rows all three predict ({ids_common}):")
         for key, label in (("predicted", "landscape"), ("genz", "GenZ"), ("llm-analysis", "llm-analysis")):
             print("  " + summary(common, key, label))
+    if ids:  # a partial run prints only: the committed CSV holds every row
+        return
     RESULTS.parent.mkdir(exist_ok=True)
     keys = ["id", "model", "target", "chips", "batch", "precision", "metric", "published", "predicted", "error",
             "within_2x", "comparable", "reason", "genz", "llm-analysis", "wall_s"]

@@ -159,30 +159,55 @@ def predict_inference(prefill: Module, decode: Module | Sequence[tuple[int, Modu
 ENGINE_MAX_BATCH = 2048
 
 
-def max_batch(target: Target, chips: int, weight_bytes: int, sequence_bytes: int) -> tuple[int, str]:
+def max_batch(target: Target, chips: int, weight_bytes: int, sequence_bytes: int, kv_heads: int) -> tuple[int, str]:
     """The largest batch whose weights and KV cache fit `chips` chips' usable main memory, as
-    in-flight-batching servers fill memory with cache at "max load":
+    in-flight-batching servers fill memory with cache at "max load". A chip holds 1/chips of the
+    weights and its KV heads' share of the cache (shard_tensor_parallel.kv_share: ceil(K/chips)/K,
+    1/K once the heads are replicated):
 
-        batch = min(ENGINE_MAX_BATCH, floor((chips x usable main memory - weights) / one sequence's cache))
+        batch = min(ENGINE_MAX_BATCH, floor((usable main memory - weights / chips)
+                                            / (one sequence's cache x the chip's share)))
 
     Returns (batch, a note saying how it was chosen). Raises InvalidShape when not even one
     sequence fits, or when the target's main memory is its on-chip SRAM (the LPU, the wafer),
     where the partition adds chips as the batch grows instead.
     """
+    from hardware_models.passes.shard_tensor_parallel import kv_share
+    from hardware_models.plan import ceil_div
     from reference.errors import InvalidShape
     from reference.units import format_bytes, plural
 
+    unit = target.family_record.chip_unit
     if target.level("main").on_chip:
         raise InvalidShape(target.name, "batch", "max", f"{target.name} holds everything in on-chip SRAM and adds "
-                           f"{target.family_record.chip_unit}s as the batch grows; give --batch N")
-    room = chips * int(target.usable_main_memory_bytes) - weight_bytes
-    fits = room // max(sequence_bytes, 1)
+                           f"{unit}s as the batch grows; give --batch N")
+    top, bottom = kv_share(chips, kv_heads)
+    room = int(target.usable_main_memory_bytes) - ceil_div(weight_bytes, chips)
+    per_sequence = max(1, ceil_div(sequence_bytes * top, bottom))
+    fits = room // per_sequence if room > 0 else 0
     if fits < 1:
         raise InvalidShape(target.name, "batch", "max", f"the weights ({format_bytes(weight_bytes)}) leave "
-                           f"{format_bytes(max(room, 0))} on {chips} {target.family_record.chip_unit}s, less than one sequence's "
-                           f"cache ({format_bytes(sequence_bytes)}); give more --chips")
+                           f"{format_bytes(max(room, 0))} a chip on {plural(chips, unit)}, less than one sequence's "
+                           f"cache share ({format_bytes(per_sequence)}); give more --chips")
     batch = min(ENGINE_MAX_BATCH, fits)
-    why = (f"--batch max: {fits:,} sequences' caches ({format_bytes(sequence_bytes)} each) fit beside the weights "
-           f"({format_bytes(weight_bytes)}) on {plural(chips, target.family_record.chip_unit)}"
+    share = "all of it on each chip" if top == bottom else f"{top}/{bottom} of it a chip"
+    why = (f"--batch max: {fits:,} sequences' caches ({format_bytes(sequence_bytes)} each, {share}) fit "
+           f"beside the weights ({format_bytes(weight_bytes)}) on {plural(chips, unit)}"
            + (f"; capped at the engine maximum {ENGINE_MAX_BATCH}" if fits > ENGINE_MAX_BATCH else ""))
     return batch, why
+
+
+def fewest_chips(target: Target, weight_bytes: int, sequence_bytes: int, kv_heads: int) -> int:
+    """The fewest chips, a power of two as tensor parallelism takes them, that hold the weights and
+    one sequence's cache (with its KV heads' share per chip)."""
+    from hardware_models.passes.shard_tensor_parallel import kv_share
+    from hardware_models.plan import ceil_div
+
+    whole = max(1, int(target.usable_main_memory_bytes))
+    chips = 1
+    while chips < 1 << 20:
+        top, bottom = kv_share(chips, kv_heads)
+        if ceil_div(weight_bytes, chips) + ceil_div(sequence_bytes * top, bottom) <= whole:
+            return chips
+        chips *= 2
+    return chips

@@ -32,8 +32,18 @@ class DecimalRange(click.IntRange):
             text = str(value).strip()
             digits = text[1:] if text[:1] in "+-" else text
             if not (digits.isascii() and digits.isdigit()):
-                self.fail(f"{value!r} is not an integer in plain decimal digits", param, ctx)
-        return super().convert(int(value) if not isinstance(value, int) else value, param, ctx)
+                self.fail(f"{value!r} is not an integer in plain decimal digits; {self.choices()}", param, ctx)
+        number = int(value) if not isinstance(value, int) else value
+        if self.max is not None and number > self.max:
+            self.fail(f"{number} is larger than {self.max:,}" + (" (int64)" if self.max == INT64_MAX else "") + f"; {self.choices()}", param, ctx)
+        if self.min is not None and number < self.min:
+            self.fail(f"{number} is below {self.min}; {self.choices()}", param, ctx)
+        return super().convert(number, param, ctx)
+
+    def choices(self) -> str:
+        """What the option takes, for its error messages: "choose an integer >= 1"."""
+        top = "" if self.max in (None, INT64_MAX) else f" and <= {self.max:,}"
+        return f"choose an integer >= {self.min}{top}"
 
     def _describe_range(self) -> str:
         """--help's range: 'x>=1' where the top is int64's (a limit no one types), '0<=x<=4294967295' otherwise."""
@@ -53,6 +63,9 @@ class BatchParam(DecimalRange):
         if isinstance(value, str) and value.strip().lower() == "max":
             return "max"
         return super().convert(value, param, ctx)
+
+    def choices(self) -> str:
+        return "choose an integer >= 1, or max (the largest batch that fits)"
 
 
 BATCH = BatchParam(min=1, max=INT64_MAX)

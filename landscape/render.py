@@ -172,7 +172,7 @@ def render_comparison(results) -> None:
         for d in divergences[:SEGMENTS_SHOWN]:
             console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
         if len(divergences) > SEGMENTS_SHOWN:
-            console.print(f"  … and {len(divergences) - SEGMENTS_SHOWN} more segments (`landscape diff` or the report lists them all)")
+            console.print(f"  … and {plural(len(divergences) - SEGMENTS_SHOWN, 'more segment')} (`landscape diff` or the report lists them all)")
 
 
 def render_agreement(result) -> None:
@@ -232,9 +232,12 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
         f"{data['model']} on {data['target']} ({chips} chip{'s' if chips > 1 else ''}, {precision}, batch {data['batch']}, "
         f"{data['input_len']} in / {data['output_len']} out, {side} lowering)\n"
         f"  time to first token   {format_seconds(data['ttft_s']):>10}\n"
-        f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "
+        + (f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "
+           if data["decode_steps"] else
+           f"  decode step (next)    {format_seconds(data['decode_step_s']):>10}   (none runs: the prefill makes the only token; "
+           f"{data['bottleneck']}-bound; ")
         + ", ".join(f"{format_seconds(p['step_s'])} at {p['cache_len']:,} tokens" for p in data["decode_step_at"]) + ")\n"
-        f"  decode, all steps     {format_seconds(data['decode_total_s']):>10}   ({data['decode_steps']:,} steps after the first token)\n"
+        f"  decode, all steps     {format_seconds(data['decode_total_s']):>10}   ({plural(data['decode_steps'], 'step')} after the first token)\n"
         f"  end to end            {format_seconds(data['e2e_latency_s']):>10}\n"
         f"  tokens/s per user     {_rate(data['tokens_per_s_per_user'])}\n"
         f"  throughput tokens/s   {_rate(data['throughput_tokens_per_s'])}   (batch x output tokens / end to end)\n"

@@ -87,20 +87,18 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
 def choose_max_batch(model_name: str, target, chips: int | None, tokens: int, precision: str) -> tuple[int, int, str]:
     """(batch, chips, note) for --batch max: the chips are --chips, or the fewest (a power of two,
     as tensor parallelism takes them) that hold the weights and one sequence's cache."""
-    from hardware_models.plan import ceil_div
-    from hardware_models.predict import max_batch
+    from hardware_models.predict import fewest_chips, max_batch
     from reference.catalogue import get_entry
     from reference.dtypes import get_dtype
     from reference.models import get_model
 
     element = get_dtype(precision).bytes
     entry = get_entry(model_name)
+    config = get_model(model_name)
     weights = entry.n_weights(entry.resolve({})) * element
-    sequence = get_model(model_name).kv_cache_bytes(1, tokens, element)
-    if chips is None:
-        least = max(1, ceil_div(weights + sequence, max(1, int(target.usable_main_memory_bytes))))
-        chips = 1 << (least - 1).bit_length()
-    batch, note = max_batch(target, chips, weights, sequence)
+    sequence = config.kv_cache_bytes(1, tokens, element)
+    chips = chips or fewest_chips(target, weights, sequence, config.n_kv_heads)
+    batch, note = max_batch(target, chips, weights, sequence, config.n_kv_heads)
     return batch, chips, note
 
 

@@ -45,10 +45,13 @@ WIDE = ("f64",)  # types wider than any accelerator here computes in but the GPU
 class StrictDtype(UnsupportedDtype):
     """--strict-dtypes: a type the target lacks, refused with what to do instead."""
 
-    def __init__(self, target: str, dtype: str, where: str, valid, instead: str):
-        self.entry, self.dtype, self.valid = f"target {target}", dtype, tuple(valid)
+    def __init__(self, target: Target, dtype: str, where: str, valid, instead: str):
+        self.entry, self.dtype, self.valid = f"target {target.name}", dtype, tuple(valid)
+        emulated = dict(target.emulated_dtypes)
+        runs = ", ".join(target.native_dtypes) + (
+            "; " + ", ".join(f"{a} as {b}" for a, b in emulated.items()) if emulated else "")
         LandscapeError.__init__(
-            self, f"target {target} has no {dtype} ({where}; it runs {', '.join(self.valid)}); without --strict-dtypes "
+            self, f"target {target.name} has no {dtype} ({where}; it runs {runs}); without --strict-dtypes "
                   f"it is costed as {instead}: drop --strict-dtypes, or lower the program without {dtype}")
 
 
@@ -101,7 +104,7 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
             if how is None or plan.strict_dtypes:
                 first = users[0]
                 if how is not None:
-                    raise StrictDtype(target.name, dtype, _where(first), err.valid, how[2]) from None
+                    raise StrictDtype(target, dtype, _where(first), err.valid, how[2]) from None
                 where = first.op.origin.scope or first.op.origin.source or first.instance
                 raise UnsupportedDtype(f"target {target.name} ({first.op.name} at {where})", dtype, err.valid) from None
             runs_as, factor, described = how

@@ -21,11 +21,39 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
-from hardware_models.workload import program_footprint, weight_matmul_widths
+from hardware_models.workload import program_arguments, program_footprint, weight_matmul_widths
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
 from reference.units import format_bytes
+
+
+def kv_share(chips: int, kv_heads: int) -> tuple[int, int]:
+    """The share of a KV cache one chip holds, as (numerator, denominator): its ceil(K / chips) of
+    the K KV heads (shard_kv_heads), so 1/K once there are more chips than KV heads (replicated)."""
+    return ceil_div(kv_heads, chips), kv_heads
+
+
+def per_chip_bytes(needed: int, cache: int, kv_heads: int, chips: int) -> int:
+    """What one chip holds: its share of the arguments other than the KV cache (split evenly over
+    the chips) plus its share of the cache (kv_share; the whole cache split evenly without heads)."""
+    if not kv_heads:
+        return ceil_div(needed, chips)
+    top, bottom = kv_share(chips, kv_heads)
+    return ceil_div(needed - cache, chips) + ceil_div(cache * top, bottom)
+
+
+def fused_kv_cache(module: Module, plan: Plan) -> tuple[int, int]:
+    """(bytes, KV heads per sequence) of the KV cache that fused attention kernels read from the
+    program's arguments (a decode step's cache; each layer's once), or (0, 0)."""
+    arguments = program_arguments(plan, module)
+    graph = plan.value_graph()
+    cache, heads = 0, 0
+    for gid, shape in plan.attention.items():
+        group = plan.groups[gid]
+        cache += group.repeats * sum(graph.nbytes(v) for v in shape.kv if v in arguments)
+        heads = heads or shape.kv_heads_per_sequence
+    return (cache, heads) if cache else (0, 0)
 
 
 def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
@@ -33,13 +61,23 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     usable = target.usable_main_memory_bytes
     whole = max(1, int(usable))  # whole bytes a chip holds: the chip counts are exact integer ceilings
+    cache, kv_heads = fused_kv_cache(module, plan)
     least = max(1, ceil_div(needed, whole))
-    chips = plan.requested_chips or 1 << (least - 1).bit_length()  # the next power of two
-    if chips < least:
-        raise InvalidShape(target.name, "chips", chips, f"the arguments need {format_bytes(needed)}: at least {least} chips of {format_bytes(usable)} usable")
+    default = 1 << (least - 1).bit_length()  # the next power of two
+    while per_chip_bytes(needed, cache, kv_heads, default) > whole:  # a replicated cache needs more
+        if kv_heads and default >= kv_heads and ceil_div(cache, kv_heads) >= whole:  # more chips cannot help
+            raise InvalidShape(target.name, "KV cache", format_bytes(cache),
+                               f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
+                               f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences")
+        default *= 2
+    chips = plan.requested_chips or default
+    holds = per_chip_bytes(needed, cache, kv_heads, chips)
+    if chips < least or holds > whole:
+        raise InvalidShape(target.name, "chips", chips, f"the arguments need {format_bytes(needed)}"
+                           + (f" ({format_bytes(holds)} a chip with the KV cache split by its {kv_heads} KV heads)" if kv_heads else "")
+                           + f": at least {default} chips of {format_bytes(usable)} usable")
     if plan.requested_chips:
         widths = weight_matmul_widths(module, plan)
-        default = 1 << (least - 1).bit_length()  # what the pass chooses unasked is always accepted
         most = max(default, min(widths, default=1))
         if chips > most:
             raise InvalidShape(target.name, "chips", chips, f"at most {most}: tensor parallelism splits every weight matrix's output "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.predict import ENGINE_MAX_BATCH, decode_lengths, integrate_steps, max_batch
+from hardware_models.predict import ENGINE_MAX_BATCH, decode_lengths, fewest_chips, integrate_steps, max_batch
 from hardware_models.target import get_target
 from reference.errors import InvalidShape
 
@@ -36,15 +36,33 @@ def test_interpolation_is_exact_for_a_linear_step_and_flat_beyond_the_points():
 def test_max_batch_is_what_fits_beside_the_weights_capped_at_the_engine_maximum():
     h100 = get_target("h100")
     usable = int(h100.usable_main_memory_bytes)
-    assert max_batch(h100, 1, usable - 10 * 1000, 1000)[0] == 10
-    assert max_batch(h100, 2, usable, 1000)[0] == min(ENGINE_MAX_BATCH, usable // 1000)
-    batch, note = max_batch(h100, 1, 8 * 10**9, 10**6)
+    assert max_batch(h100, 1, usable - 10 * 1000, 1000, 8)[0] == 10
+    assert max_batch(h100, 2, 2 * usable - 20 * 1000, 2000, 8)[0] == 10  # a chip: half the weights (10 kB left), half of each 2 kB cache
+    batch, note = max_batch(h100, 1, 8 * 10**9, 10**6, 8)
     assert batch == ENGINE_MAX_BATCH and "capped at the engine maximum 2048" in note
+
+
+def test_max_batch_counts_a_replicated_cache_on_every_chip_that_holds_it():
+    """8 KV heads over 16 chips: each chip holds one head, 1/8 of every sequence's cache (not
+    1/16), so the batch is what 1/8 shares fit beside 1/16 of the weights."""
+    h100 = get_target("h100")
+    usable = int(h100.usable_main_memory_bytes)
+    weights, sequence = 16 * 10**9, 8 * 10**6
+    batch, note = max_batch(h100, 16, weights, sequence, 8)
+    assert batch == min(ENGINE_MAX_BATCH, (usable - weights // 16) // (sequence // 8)) and "1/8 of it a chip" in note
+    assert max_batch(h100, 16, weights, sequence, 8)[0] == max_batch(h100, 8, weights // 2, sequence, 8)[0]
+
+
+def test_fewest_chips_hold_the_weights_and_one_sequence():
+    h100 = get_target("h100")
+    usable = int(h100.usable_main_memory_bytes)
+    assert fewest_chips(h100, usable // 2, 1000, 8) == 1
+    assert fewest_chips(h100, 3 * usable, 1000, 8) == 4
 
 
 def test_max_batch_refuses_when_no_sequence_fits_and_on_sram_targets():
     h100 = get_target("h100")
     with pytest.raises(InvalidShape, match="less than one sequence's cache"):
-        max_batch(h100, 1, int(h100.usable_main_memory_bytes), 1)
+        max_batch(h100, 1, int(h100.usable_main_memory_bytes), 1, 8)
     with pytest.raises(InvalidShape, match="adds wafers as the batch grows"):
-        max_batch(get_target("wse-3"), 1, 1, 1)
+        max_batch(get_target("wse-3"), 1, 1, 1, 8)

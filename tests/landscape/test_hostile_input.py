@@ -22,8 +22,8 @@ from reference.errors import MalformedInput, NonFiniteResult, TooLargeToRun
 
 BAD_INPUTS = {
     # tracebacks
-    "negative seed": (["run", "matmul", "--seed", "-1"], "0<=x<=4294967295"),
-    "seed past 32 bits": (["run", "matmul", "--seed", str(2**32)], "0<=x<=4294967295"),
+    "negative seed": (["run", "matmul", "--seed", "-1"], "choose an integer >= 0 and <= 4,294,967,295"),
+    "seed past 32 bits": (["run", "matmul", "--seed", str(2**32)], "choose an integer >= 0 and <= 4,294,967,295"),
     "run that would not fit in memory": (["run", "matmul", "--shape", "m=1000000000000"], "more than the"),
     "extent product beyond int64": (["estimate", "matmul", "--target", "h100", "--shape", f"m={2**63 - 1}"], "int64"),
     "extent beyond int64": (["estimate", "matmul", "--target", "h100", "--shape", f"m={2**63}"], "(int64)"),
@@ -56,7 +56,7 @@ BAD_INPUTS = {
                     "chip.sm_count twice"),
     # minor
     "negative gemm size": (["gemm", "-1", "4", "4"], "-1 is not a valid size; sizes are integers >= 1"),
-    "zero gemm size": (["gemm", "0", "4", "4"], "0 is not in the range"),
+    "zero gemm size": (["gemm", "0", "4", "4"], "0 is below 1; choose an integer >= 1"),
     "underscore in a size": (["run", "matmul", "--shape", "m=1_6"], "plain decimal digits"),
     "duplicate --shape": (["run", "matmul", "--shape", "m=3", "--shape", "m=4"], "m twice"),
     "NAME and --from-file": (["hlo", "matmul", "--from-file", "x.mlir"], "not both"),
@@ -67,8 +67,8 @@ BAD_INPUTS = {
     "--phase against --shape mode": (["compare", "block", "--phase", "decode", "--shape", "mode=prefill"], "contradicts"),
     "unknown model lists models only": (["predict", "--model", "llama-4", "--target", "h100"], "valid: gpt2-small"),
     "--force without --out": (["compare", "mlp", "--force"], "--force applies only with --out"),
-    "zero --chips": (["predict", "--model", "tiny", "--target", "h100", "--chips", "0"], "0 is not in the range"),
-    "zero --batch": (["predict", "--model", "tiny", "--target", "h100", "--batch", "0"], "0 is not in the range"),
+    "zero --chips": (["predict", "--model", "tiny", "--target", "h100", "--chips", "0"], "0 is below 1; choose an integer >= 1"),
+    "zero --batch": (["predict", "--model", "tiny", "--target", "h100", "--batch", "0"], "0 is below 1; choose an integer >= 1, or max"),
 }
 
 

@@ -74,3 +74,26 @@ def test_the_kv_cache_is_split_by_kv_heads_and_replicated_beyond_them(chips, sha
     qo = plan.placements[gid].at("hbm") - -(-cache // shards)
     assert 0 < qo < cache / shards  # the rest is this GPU's share of Q and O, far smaller
     assert estimate(module, h100, "", plan).total.time_s > 0
+
+
+def test_a_replicated_kv_cache_needs_the_chips_that_hold_it():
+    """llama-3.2-1b decode, batch 256, 4096 tokens: the cache (34.4 GB) is split by its 8 KV heads;
+    past 8 chips each chip holds a whole head's eighth, so the chips chosen must hold that share
+    beside their share of the weights, and a forced count that cannot is refused."""
+    from hardware_models.passes.shard_tensor_parallel import per_chip_bytes
+    from hardware_models.pipelines import compile_plan
+    from landscape.serving import lower_named
+    from reference.errors import InvalidShape
+
+    module = lower_named("llama-3.2-1b", "jax", {"batch": 256, "seq": 4096, "mode": "decode"}, "bfloat16").module
+    h100 = get_target("h100")
+    plan = compile_plan(module, h100)
+    p = plan.partition
+    assert p.chips == 1  # 2.47 GB of weights + 34.4 GB of cache fit one H100's 72 GB
+    small = h100.with_overrides({"levels.hbm.usable_fraction": 0.3})  # 24 GB usable
+    plan = compile_plan(module, small)
+    assert plan.partition.chips == 2
+    assert per_chip_bytes(plan.partition.needed_bytes, 2 * 16 * 256 * 8 * 4096 * 64 * 2, 8, 2) <= int(small.usable_main_memory_bytes)
+    tiny = h100.with_overrides({"levels.hbm.usable_fraction": 0.05})  # 4 GB: one KV head's cache (4.3 GB) does not fit
+    with pytest.raises(InvalidShape, match="one KV head's cache"):
+        compile_plan(module, tiny)

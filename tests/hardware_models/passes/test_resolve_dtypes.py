@@ -52,7 +52,7 @@ def test_f64_layernorm_statistics_on_a_tpu_are_costed_as_double_f32_and_noted():
 
 
 def test_strict_dtypes_refuses_f64_on_a_tpu_naming_the_op_and_what_to_do():
-    with pytest.raises(UnsupportedDtype, match=r"tpu-v5e has no f64 \(convert at layers.py:146; it runs bf16, f32, i8, f16\).*drop --strict-dtypes"):
+    with pytest.raises(UnsupportedDtype, match=r"tpu-v5e has no f64 \(convert at layers.py:146; it runs bf16, f32, i8; f16 as f32\).*drop --strict-dtypes"):
         compile_plan(_layernorm_statistics("f64"), get_target("tpu-v5e"), strict_dtypes=True)
     assert compile_plan(_layernorm_statistics("f64"), get_target("h100"), strict_dtypes=True).flop_factors == ()
 
