@@ -239,6 +239,7 @@ class Partition:
     hidden_bytes: int
     layers: int
     mode: str = ""  # how the weights are held: "resident", "split over N wafers", "weight streaming"
+    rows: int = 1  # token rows a pass streams through a wafer's regions as a pipeline (place_layers)
 
     @property
     def stages(self) -> int:
@@ -250,6 +251,7 @@ class Region:
     """The PEs a kernel gets on a wafer (place_layers): its own region, weights in their SRAM."""
 
     pes: int
+    weight_bytes: int = 0  # the weights its PEs hold, read from their SRAM for every row that passes
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,7 @@ class Prediction:
     prefill: Estimate
     decode: Estimate  # the last step's
     batch_note: str = ""  # how --batch max chose the batch
+    chip_unit: str = "chip"  # what `chips` counts (wafers on Cerebras)
 
     @property
     def decode_steps(self) -> int:
@@ -113,7 +114,8 @@ class Prediction:
 
         return {
             "model": self.model, "target": self.target, "batch": self.batch, "input_len": self.input_len,
-            "output_len": self.output_len, "chips": self.chips, "ttft_s": self.ttft_s, "decode_step_s": self.decode_step_s,
+            "output_len": self.output_len, "chips": self.chips, "chip_unit": self.chip_unit, "ttft_s": self.ttft_s,
+            "decode_step_s": self.decode_step_s,
             "decode_total_s": self.decode_total_s, "decode_steps": self.decode_steps, "e2e_latency_s": self.e2e_latency_s,
             "decode_step_at": [{"cache_len": n, "step_s": t} for n, t in self.steps],
             "tokens_per_s_per_user": self.tokens_per_s_per_user, "throughput_tokens_per_s": self.throughput_tokens_per_s,
@@ -151,7 +153,7 @@ def predict_inference(prefill: Module, decode: Module | Sequence[tuple[int, Modu
     unit = target.family_record.chip_unit  # what --chips counts
     location = target.main_memory_level + (f" across {used} {unit}s" if used > 1 else "")
     return Prediction(model, target.name, batch, input_len, output_len, used, prefill_est.total.time_s, total,
-                      tuple(steps), kv_cache_bytes, location, last_est.bottleneck, prefill_est, last_est, batch_note)
+                      tuple(steps), kv_cache_bytes, location, last_est.bottleneck, prefill_est, last_est, batch_note, unit)
 
 
 # A serving engine's largest batch, a runtime choice: TensorRT-LLM's default max_batch_size (its

@@ -118,6 +118,7 @@ class LayerStructure:
     layers: int
     layer_bytes: int
     hidden_bytes: int
+    hidden_shape: tuple[int, ...] = ()  # the residual stream's shape, [batch, tokens, d_model]
 
 
 _NAME_TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*|[0-9]+")
@@ -174,7 +175,7 @@ def layer_structure(module: Module) -> LayerStructure | None:
     layer_bytes = sum(typ.nbytes for _, typ, _ in items[0]) + stacked // layers
     # Which layer each value belongs to: the highest layer whose arguments it depends on.
     depth = dict(layer_of)
-    crossing: list[int] = []
+    crossing: list[tuple[int, tuple[int, ...]]] = []
     types = dict(main.args)
     for op in main.ops:
         if op.short_name == "return":
@@ -182,13 +183,13 @@ def layer_structure(module: Module) -> LayerStructure | None:
         inputs = [depth[v] for v in op.operands if v in depth]
         level = max(inputs, default=-1)
         if level >= 1:
-            crossing += [types[v].nbytes for v in op.operands if depth.get(v) == 0 and v not in layer_of and v in types]
+            crossing += [(types[v].nbytes, types[v].shape) for v in op.operands if depth.get(v) == 0 and v not in layer_of and v in types]
         for value, typ in zip(op.results, op.result_types):
             types[value] = typ
             if level >= 0:
                 depth[value] = level
-    hidden = min(crossing, default=sum(t.nbytes for t in main.results))
-    return LayerStructure(layers, layer_bytes, hidden)
+    hidden, shape = min(crossing, default=(sum(t.nbytes for t in main.results), ()))
+    return LayerStructure(layers, layer_bytes, hidden, shape)
 
 
 def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:

@@ -229,7 +229,7 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
 
     chips = data["chips"]
     click.echo(
-        f"{data['model']} on {data['target']} ({chips} chip{'s' if chips > 1 else ''}, {precision}, batch {data['batch']}, "
+        f"{data['model']} on {data['target']} ({plural(chips, data.get('chip_unit', 'chip'))}, {precision}, batch {data['batch']}, "
         f"{data['input_len']} in / {data['output_len']} out, {side} lowering)\n"
         f"  time to first token   {format_seconds(data['ttft_s']):>10}\n"
         + (f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "

@@ -44,18 +44,22 @@ class Cost:
     time_s: float = 0.0
     bytes: tuple[tuple[str, int], ...] = ()
     memory_s: tuple[tuple[str, float], ...] = ()
+    # Where a kernel overlaps others (a wafer's pipelined rows), time_s is its share of the
+    # program's time and span_s how long it runs itself (what the roofline draws); 0: time_s.
+    span_s: float = 0.0
 
     def __add__(self, other: "Cost") -> "Cost":
         return Cost(
             self.flops + other.flops, self.padded_flops + other.padded_flops, self.compute_s + other.compute_s,
             self.schedule_s + other.schedule_s, self.time_s + other.time_s,
             _merge(self.bytes, other.bytes), _merge(self.memory_s, other.memory_s),
+            (self.span_s or self.time_s) + (other.span_s or other.time_s) if self.span_s or other.span_s else 0.0,
         )
 
     def __mul__(self, k: int) -> "Cost":
         return Cost(
             self.flops * k, self.padded_flops * k, self.compute_s * k, self.schedule_s * k, self.time_s * k,
-            tuple((n, b * k) for n, b in self.bytes), tuple((n, s * k) for n, s in self.memory_s),
+            tuple((n, b * k) for n, b in self.bytes), tuple((n, s * k) for n, s in self.memory_s), self.span_s * k,
         )
 
     @property

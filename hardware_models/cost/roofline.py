@@ -37,7 +37,7 @@ def roofline_points(est: Estimate, level: str, spans: dict[int, float] | None = 
     for g in est.groups:
         c = g.cost
         hbm = c.bytes_at(level)
-        seconds = (spans or {}).get(g.group, c.time_s)
+        seconds = (spans or {}).get(g.group, c.span_s or c.time_s)  # its own span where it overlaps others
         flops = c.flops / (shares or {}).get(g.group, 1)
         if flops and hbm and seconds:
             points.append(Point(g.group, "+".join(g.ops), flops / hbm, flops / seconds, c.bottleneck))

@@ -10,9 +10,11 @@ starved):
     work(g)   = max(FLOPs / (e * peak), SRAM bytes / SRAM bandwidth, sent bytes / fabric bandwidth)
     region(g) = ceil(weight bytes(g) / usable SRAM per PE) + PEs left * work(g) / total work
 
-A token crosses the regions one after another; a prefill's tokens are costed as one pass
-through every region in turn, without the overlap of token chunks in flight on different
-regions, so prefill times are an upper bound.
+A token crosses the regions one after another. The rows of a pass (a prefill's tokens, a batch's
+sequences: batch x tokens of a regional block's hidden state) stream through the regions as a
+pipeline, each region working on one row while the next works on the row before (a "row
+pipeline" group carries the steady state, cost/wafer.py); a program without layers is costed as
+one pass through every region in turn.
 
 When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
 compiler chooses the cheaper of two ways, per pass through the program, and says which (--chips
@@ -30,11 +32,37 @@ import math
 from hardware_models.plan import (
     Group, Partition, Placement, Plan, Region, ceil_div, group_inputs, group_outputs, group_work,
 )
-from hardware_models.workload import program_arguments, program_footprint
+from hardware_models.workload import layer_structure, program_arguments, program_footprint
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
-from reference.units import format_bytes, format_seconds
+from reference.units import format_bytes, format_seconds, plural
+
+
+def choose_chunks(module: Module, plan: Plan, target: Target, rows: int) -> tuple[int, int]:
+    """(chunks, candidates costed): how many chunks the pass's rows flow through the regions in,
+    the powers of two up to `rows` (and `rows` itself), by the pass time cost/wafer.py gives each;
+    the first of equals (the fewest chunks) wins."""
+    from hardware_models.cost.wafer import pipeline_seconds
+
+    candidates = sorted({1 << k for k in range(rows.bit_length()) if 1 << k <= rows} | {rows})
+    best = min(candidates, key=lambda c: (pipeline_seconds(module, plan, target, c), c))
+    return best, len(candidates)
+
+
+def stream_rows(module: Module, footprint) -> int:
+    """Token rows a pass streams through the layers: batch x tokens of the hidden state one layer
+    passes the next (a regional block's result, or a flat stack's residual stream); 1 for a program
+    without layers, whose rows are not known."""
+    if not footprint.regional:
+        return 1
+    calls = [op for op in module.main.ops if op.short_name == "call" and op.trip_count]
+    if calls:
+        shape = calls[0].result_types[0].shape
+    else:
+        flat = layer_structure(module)
+        shape = flat.hidden_shape if flat else ()
+    return max(1, math.prod(shape[:-1])) if len(shape) >= 2 else 1
 
 
 def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
@@ -86,7 +114,7 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
         inputs, outputs = io_of[g.id]
         weights = weights_of[g.id]
         region = max(1, holding[g.id] + math.floor(left * demand[g.id] / total_demand))
-        regions[g.id] = Region(region)
+        regions[g.id] = Region(region, 0 if streaming else weights)
         levels = [(sram.name, work[g.id].bytes), ("fabric", sent[g.id])]
         if streaming:
             levels.append(("memoryx", weights))
@@ -96,9 +124,20 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     groups = plan.groups
     if wafers > 1 and not streaming:
         groups += (Group(len(groups), "transfer", (), "main", wafers - 1, "wafer hop"),)
+    rows = stream_rows(module, footprint)
+    if rows > 1:  # the rows of a pass may flow through the regions as a pipeline (cost/wafer.py)
+        groups += (Group(len(groups), "transfer", (), "main", 1, "row pipeline"),)
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
     notes = (f"weights {mode}: {format_bytes(needed)} against {format_bytes(capacity)} of usable SRAM a wafer"
              + (f"; a pass costs {format_seconds(split_s)} of hops split, {format_seconds(stream_s)} streamed" if wafers > 1 else ""),
              f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
-    partition = Partition(used, 1, needed, whole, hidden, layers, mode)
+    chunks = 1
+    if rows > 1:
+        chunks, candidates = choose_chunks(module, plan.with_(groups=groups, regions=regions, placements=placements,
+                                                              partition=Partition(used, 1, needed, whole, hidden, layers, mode)),
+                                           target, rows)
+        notes += (f"{rows:,} token rows stream through the regions in {plural(chunks, 'chunk')} of "
+                  f"{plural(ceil_div(rows, chunks), 'row')} as a pipeline (chosen by cost of {candidates}: a chunk reads each "
+                  f"region's weights once, so fewer chunks reuse them and more overlap the regions)",)
+    partition = Partition(used, 1, needed, whole, hidden, layers, mode, chunks)
     return plan.with_(groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes)

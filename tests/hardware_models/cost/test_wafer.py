@@ -28,3 +28,58 @@ def test_every_kernel_pays_the_region_latency_so_depth_bounds_batch_one():
     module = gemm_module(1, 4096, 4096, "bf16")
     cost = estimate(module, WSE3).groups[0].cost
     assert cost.schedule_s == pytest.approx(WSE3["schedule.region_latency_s"])
+
+
+def _stack(layers: int, rows: int, width: int = 512):
+    """`layers` calls of a block (a bf16 GEMM and an exp) over a hidden state of `rows` x width."""
+    from reference.ir.graph import DotDims, Function, Module, Op, TensorType
+
+    x, w = TensorType((1, rows, width), "bf16"), TensorType((width, width), "bf16")
+    dims = DotDims((), (), (2,), (0,))
+    body = Function("block", (("%x", x), ("%w", w)), (x,), (
+        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
+        Op("func.return", (), (), ("%1",), (x,)),
+    ))
+    call = Op("func.call", ("%1",), (x,), ("%a", "%w"), (x, w), callee="block", trip_count=layers)
+    main = Function("main", (("%a", x), ("%w", w)), (x,), (call, Op("func.return", (), (), ("%1",), (x,))))
+    return Module((main, body))
+
+
+def test_rows_stream_through_the_regions_as_a_pipeline_in_chunks_chosen_by_cost():
+    """pass = sum over stages of (busy + latency) + (C - 1) x the slowest stage's busy, where a
+    chunk of the rows keeps a stage busy for its share of the pass's compute and traffic, its
+    region's weights read again for every chunk (cost/wafer.py); place_layers keeps the fastest C
+    of the powers of two up to the rows; each kernel keeps its whole-pass time as its span, which
+    the roofline draws."""
+    from hardware_models.cost.wafer import pipeline_seconds
+
+    wse = get_target("wse-3")
+    lat = wse["schedule.region_latency_s"]
+    module = _stack(4, 2048, width=4096)  # compute-heavy: each stage is busy well past its latency
+    plan = compile_plan(module, wse)
+    chunks = plan.partition.rows
+    assert 1 < chunks <= 2048 and any(g.label == "row pipeline" for g in plan.groups)
+    assert all(pipeline_seconds(module, plan, wse, chunks) <= pipeline_seconds(module, plan, wse, c) for c in (1, 2, 64, 2048))
+    est = estimate(module, wse, "", plan)
+    kernels = [g for g in est.groups if g.kind != "transfer"]
+    (pipeline,) = [g for g in est.groups if g.kind == "transfer"]
+    for g in kernels:  # a chunk's busy time: the pass's compute over the chunks, or its weights read once a chunk
+        weights = plan.regions[g.group].weight_bytes
+        share = plan.regions[g.group].pes / wse["chip.pes"]
+        sram_s = (weights + (g.cost.bytes_at("sram") - weights) / chunks) / (wse.main_memory_bytes_per_s * share)
+        assert g.cost.time_s - lat == pytest.approx(max(dict(g.cost.memory_s)["sram"], g.cost.compute_s), rel=1e-9)
+        assert dict(g.cost.memory_s)["sram"] == pytest.approx(sram_s, rel=1e-9)
+    assert pipeline.cost.time_s == pytest.approx((chunks - 1) * max(g.cost.time_s - lat for g in kernels), rel=1e-9)
+    assert est.total.time_s == pytest.approx(pipeline_seconds(module, plan, wse, chunks), rel=1e-9)
+    sequential = sum(g.cost.span_s * g.repeats for g in kernels)
+    assert est.total.time_s < sequential  # the pipeline's point: less than one region after another
+    assert all(g.cost.time_s < g.cost.span_s for g in kernels)
+
+
+def test_one_row_is_not_pipelined():
+    """A decode step at batch 1 streams one row: each kernel costs its whole pass, as before."""
+    wse = get_target("wse-3")
+    plan = compile_plan(_stack(4, 1), wse)
+    assert plan.partition.rows == 1 and not any(g.label == "row pipeline" for g in plan.groups)
+    assert all(g.cost.span_s == 0 for g in estimate(_stack(4, 1), wse, "", plan).groups)
