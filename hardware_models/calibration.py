@@ -13,6 +13,8 @@ Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per 
     gemm_overhead_s   = measured time - the model's time without it, for the 1024^3 GEMM   (G26, an H100;
                         its tiles and split-K chosen as cost/gpu.py and families/gpu.py say)  carried over)
     allreduce_bus_bytes_per_s = NCCL's bus bandwidth for 8 GB on 8 GPUs                    (G33, G34, G35)
+    flash_attention_fraction  = FlashAttention-2's FLOP/s / the dense bf16 peak            (G36, an H100;
+                                (its two dots' FLOPs, as FlashAttention's benchmarks count)  carried over)
 
 `check` runs the model on every row, fitted or not (the other GEMM sizes, the large vector
 add), and reports prediction against measurement.
@@ -245,6 +247,10 @@ def refit(target) -> dict[str, float]:
         row = rows[(cited["schedule.gemm_overhead_s"], h100.name)]
         rest_s = estimate(row_module(row), h100).total.time_s - h100["schedule.gemm_overhead_s"]
         out["schedule.gemm_overhead_s"] = measured_time_s(row, h100) - rest_s
+    if "fitted.flash_attention_fraction" in cited:  # fitted on an H100's row, carried over to the other GPUs
+        h100 = get_target("h100")
+        row = rows[(cited["fitted.flash_attention_fraction"], h100.name)]
+        out["fitted.flash_attention_fraction"] = row.measured / h100["peak.bf16_flop_per_s"]
     if "fitted.gemm_efficiency" in cited:
         row = rows[(cited["fitted.gemm_efficiency"], target.name)]
         at_one = target.with_overrides({"fitted.gemm_efficiency": 1.0})

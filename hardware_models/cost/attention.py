@@ -5,10 +5,10 @@ fuse_attention.attention_placement); the scores never leave the chip. One chip o
 tensor-parallel partition computes its share of the query heads (1 / chips of the FLOPs).
 
 GPU (FlashAttention-2, what PyTorch's SDPA and vLLM run on Ampere and Hopper):
-    compute_s = dot FLOPs / chips / (tensor peak of the dtype * FLASH_ATTENTION_2_FRACTION)
+    compute_s = dot FLOPs / chips / (tensor peak of the dtype * fitted.flash_attention_fraction)
     memory_s  = HBM bytes / (HBM bandwidth * hbm_efficiency)
     time_s    = max(compute_s, memory_s) + launch_overhead
-  FLASH_ATTENTION_2_FRACTION is fitted: the achieved throughput of kernels.csv row G36 (H100,
+  fitted.flash_attention_fraction (the GPU target files, F G36) is fitted: the achieved throughput of kernels.csv row G36 (H100,
   FlashAttention-2, head_dim 128, batch 2, seq 8192: 327.9 TFLOP/s, FLOPs counted as the two
   dots', 4 * batch * heads * seq^2 * head_dim, as FlashAttention's benchmarks count them) over
   the H100's dense bf16 peak (989 TFLOP/s, h100.toml): 0.3315. It holds the softmax's cost
@@ -36,11 +36,6 @@ from hardware_models.target import Target
 from reference.ir import Module, category
 from reference.ir.counters import contraction_flops
 
-# Fitted value: kernels.csv G36 (H100 FlashAttention-2, 327.9 TFLOP/s) / h100.toml's dense bf16
-# peak (989e12); the share of a GPU's tensor peak FlashAttention-2 achieves.
-G36_FLASH_ATTENTION_2_FLOP_PER_S = 327.9e12
-H100_BF16_PEAK = 989e12
-FLASH_ATTENTION_2_FRACTION = G36_FLASH_ATTENTION_2_FLOP_PER_S / H100_BF16_PEAK
 
 
 def dot_flops(plan: Plan, group: Group) -> int:
@@ -59,7 +54,8 @@ def gpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     shape = plan.attention[group.id]
     placement = plan.placements[group.id]
     flops = group_work(plan, module, group).flops
-    compute_s = dot_flops(plan, group) / _chips(plan) / (contraction_peak(target, shape.dtype) * FLASH_ATTENTION_2_FRACTION)
+    fraction = target["fitted.flash_attention_fraction"]  # F G36 (calibration.refit)
+    compute_s = dot_flops(plan, group) / _chips(plan) / (contraction_peak(target, shape.dtype) * fraction)
     main = target.main_memory_level
     memory_s = {main: placement.at(main) / hbm_rate(target)}
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"])

@@ -132,7 +132,7 @@ GPU = register(Family(
         "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
         "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
         "schedule": ("launch_overhead_s", "collective_latency_s", "gemm_overhead_s"),
-        "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s"),
+        "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s", "flash_attention_fraction"),
         "host": ("flop_per_s",),
     },
     optional={"peak": ("fp8_flop_per_s", "int8_op_per_s")},
