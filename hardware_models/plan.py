@@ -239,7 +239,7 @@ class Partition:
     hidden_bytes: int
     layers: int
     mode: str = ""  # how the weights are held: "resident", "split over N wafers", "weight streaming"
-    rows: int = 1  # token rows a pass streams through a wafer's regions as a pipeline (place_layers)
+    chunks: int = 1  # chunks a pass's token rows stream through a wafer's regions in, as a pipeline (place_layers)
 
     @property
     def stages(self) -> int:

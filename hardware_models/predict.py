@@ -201,15 +201,15 @@ def max_batch(target: Target, chips: int, weight_bytes: int, sequence_bytes: int
 
 def fewest_chips(target: Target, weight_bytes: int, sequence_bytes: int, kv_heads: int) -> int:
     """The fewest chips, a power of two as tensor parallelism takes them, that hold the weights and
-    one sequence's cache (with its KV heads' share per chip)."""
-    from hardware_models.passes.shard_tensor_parallel import kv_share
-    from hardware_models.plan import ceil_div
+    one sequence's cache (with its KV heads' share per chip): shard_tensor_parallel's own rule.
 
-    whole = max(1, int(target.usable_main_memory_bytes))
-    chips = 1
-    while chips < 1 << 20:
-        top, bottom = kv_share(chips, kv_heads)
-        if ceil_div(weight_bytes, chips) + ceil_div(sequence_bytes * top, bottom) <= whole:
-            return chips
-        chips *= 2
+    Raises InvalidShape when one KV head's share of that sequence's cache fills a chip alone."""
+    from hardware_models.passes.shard_tensor_parallel import fewest_chips as fewest
+    from reference.errors import InvalidShape
+    from reference.units import format_bytes
+
+    chips = fewest(weight_bytes + sequence_bytes, sequence_bytes, kv_heads, max(1, int(target.usable_main_memory_bytes)))
+    if chips is None:
+        raise InvalidShape(target.name, "batch", "max", f"one sequence's cache ({format_bytes(sequence_bytes)}) does not fit "
+                           f"over its {kv_heads} KV heads; give shorter --input-len and --output-len")
     return chips

@@ -28,6 +28,17 @@ FREE = {"constant", "return", "call", "while"}
 FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
 
 
+def constant_values(ops: tuple[PlannedOp, ...]) -> set[str]:
+    """Values computable at compile time: constants, iotas and arithmetic on them (no call,
+    loop or return), which the targets' compilers fold into the ops that read them."""
+    constant: set[str] = set()
+    for p in ops:
+        if p.op.short_name in ("constant", "iota") or (
+                p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
+            constant.update(p.results)
+    return constant
+
+
 def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
     return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views

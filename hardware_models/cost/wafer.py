@@ -45,17 +45,14 @@ from hardware_models.target import Target
 from reference.ir import Module
 
 
-_STAGES: dict[int, tuple] = {}  # id(plan) -> (plan, (slowest stage per row, its pass cost)): one plan's stages, computed once
-
-
 def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    rows = plan.partition.rows if plan.partition else 1
+    chunks = plan.partition.chunks if plan.partition else 1  # place_layers' chunks of the pass's rows
     if group.label == "row pipeline":
-        return _pipeline_cost(module, plan, target, rows)
+        return _pipeline_cost(module, plan, target, chunks)
     full = _pass_cost(module, plan, group, target)
-    if rows <= 1:
+    if chunks <= 1:
         return full
-    row = _one_row(plan, group, target, full, rows)
+    row = _one_row(plan, group, target, full, chunks)
     latency = _latency(group, target)
     return Cost(full.flops, full.padded_flops, row.compute_s, row.schedule_s + latency, row.time_s + latency,
                 full.bytes, row.memory_s, full.time_s)
@@ -65,10 +62,10 @@ def _latency(group: Group, target: Target) -> float:
     return target["schedule.wafer_hop_latency_s" if group.kind == "transfer" else "schedule.region_latency_s"]
 
 
-def _one_row(plan: Plan, group: Group, target: Target, full: Cost, rows: int) -> Cost:
-    """How long one row keeps a stage busy (latency aside): its share of the pass's compute and
-    traffic, except that the weights its PEs hold are read from their SRAM again for every row
-    (a row's matrix-vector products read the whole weight tile)."""
+def _one_row(plan: Plan, group: Group, target: Target, full: Cost, chunks: int) -> Cost:
+    """How long one chunk keeps a stage busy (latency aside): its share of the pass's compute and
+    traffic, except that the weights the region's PEs hold are read from their SRAM again for
+    every chunk (its matrix products read the whole weight tile)."""
     region = plan.regions.get(group.id)
     weights = region.weight_bytes if region else 0
     main = target.main_memory_level
@@ -76,39 +73,41 @@ def _one_row(plan: Plan, group: Group, target: Target, full: Cost, rows: int) ->
     for level, seconds in full.memory_s:
         moved = dict(full.bytes).get(level, 0)
         if level == main and moved:
-            seconds = seconds * ((moved - weights) / rows + weights) / moved
+            seconds = seconds * ((moved - weights) / chunks + weights) / moved
         else:
-            seconds = seconds / rows
+            seconds = seconds / chunks
         memory_s.append((level, seconds))
-    compute_s = full.compute_s / rows
+    compute_s = full.compute_s / chunks
     busy = max(compute_s, max((t for _, t in memory_s), default=0.0))
     return Cost(0, 0, compute_s, 0.0, busy, (), tuple(memory_s))
 
 
-def pipeline_seconds(module: Module, plan: Plan, target: Target, chunks: int) -> float:
-    """The pass's time with its rows in `chunks` chunks: sum over stages of (busy + latency) x
-    repeats + (chunks - 1) x the slowest busy (the module doc's formula); place_layers chooses by it."""
-    total = slowest = 0.0
+def _stages(module: Module, plan: Plan, target: Target, chunks: int) -> tuple[float, Cost]:
+    """(sum over stages of (busy + latency) x repeats, the slowest stage's busy Cost) of a pass in
+    `chunks` chunks; one chunk is the whole pass, busy its time less its latency."""
+    total, slowest = 0.0, Cost()
     for g in plan.groups:
         if g.label == "row pipeline":
             continue
         full = _pass_cost(module, plan, g, target)
-        busy = _one_row(plan, g, target, full, chunks).time_s if chunks > 1 else full.time_s - _latency(g, target)
-        total += (busy + _latency(g, target)) * g.repeats
-        slowest = max(slowest, busy)
-    return total + (chunks - 1) * slowest
+        latency = _latency(g, target)
+        busy = _one_row(plan, g, target, full, chunks) if chunks > 1 else Cost(time_s=full.time_s - latency)
+        total += (busy.time_s + latency) * g.repeats
+        slowest = max(slowest, busy, key=lambda c: c.time_s)
+    return total, slowest
 
 
-def _pipeline_cost(module: Module, plan: Plan, target: Target, rows: int) -> Cost:
-    """(rows - 1) x the slowest stage's time for one row, with that stage's compute and memory."""
-    cached = _STAGES.get(id(plan))
-    if cached is None or cached[0] is not plan:
-        stages = [_one_row(plan, g, target, _pass_cost(module, plan, g, target), rows)
-                  for g in plan.groups if g.label != "row pipeline"]
-        _STAGES.clear()  # one plan at a time: estimates cost every group of a plan in turn
-        cached = _STAGES[id(plan)] = (plan, max(stages, key=lambda c: c.time_s, default=Cost()))
-    slowest = cached[1]
-    k = rows - 1
+def pipeline_seconds(module: Module, plan: Plan, target: Target, chunks: int) -> float:
+    """The pass's time with its rows in `chunks` chunks (the module doc's formula); place_layers
+    chooses the chunks by it."""
+    total, slowest = _stages(module, plan, target, chunks)
+    return total + (chunks - 1) * slowest.time_s
+
+
+def _pipeline_cost(module: Module, plan: Plan, target: Target, chunks: int) -> Cost:
+    """(chunks - 1) x the slowest stage's busy time, with that stage's compute and memory."""
+    _, slowest = _stages(module, plan, target, chunks)
+    k = chunks - 1
     return Cost(0, 0, slowest.compute_s * k, 0.0, slowest.time_s * k, (), tuple((lv, t * k) for lv, t in slowest.memory_s))
 
 

@@ -11,6 +11,7 @@ extent of 0: no elements to read, write or compute) forms no kernel either, and 
 from __future__ import annotations
 
 from hardware_models.plan import Group, Plan, is_fallback_op, is_kernel_op
+from hardware_models.values import constant_values
 from hardware_models.target import Target
 from reference.ir import Module, category
 
@@ -20,10 +21,9 @@ def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
     groups = []
     fallbacks = []
     empty = []
-    constant: set[str] = set()
+    constant = constant_values(plan.ops)
     for p in plan.ops:
-        if p.op.short_name in ("constant", "iota") or (p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
-            constant.update(p.results)
+        if p.results and all(r in constant for r in p.results):  # folded at compile time
             continue
         if not is_kernel_op(p, graph):
             continue

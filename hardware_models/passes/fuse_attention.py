@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from hardware_models.plan import AttentionShape, Group, Placement, Plan, ValueGraph, ceil_div, gemm_shape, group_inputs, group_outputs
 from hardware_models.target import Target
+from hardware_models.values import constant_values
 from reference.ir import Module, category
 from reference.units import plural
 
@@ -42,20 +43,10 @@ SCALE_OPS = {"multiply", "divide"}  # by a compile-time constant: the softmax sc
 MAX_CHAIN = 400  # ops between the two dots beyond which the chain is not a softmax (compiler choice)
 
 
-def _constants(plan: Plan) -> set[str]:
-    """Values computable at compile time (constants, iotas, arithmetic on them), as assign_groups folds them."""
-    constant: set[str] = set()
-    for p in plan.ops:
-        if p.op.short_name in ("constant", "iota") or (
-                p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
-            constant.update(p.results)
-    return constant
-
-
 class _Matcher:
     def __init__(self, plan: Plan, graph: ValueGraph, grouped: set[int]):
         self.plan, self.graph, self.grouped = plan, graph, grouped
-        self.constant = _constants(plan)
+        self.constant = constant_values(plan.ops)  # folded at compile time, as assign_groups folds them
 
     def _read_only_by(self, index: int, allowed: set[int]) -> bool:
         """Every reader of the op's results (through views) is in `allowed`, and none is a return."""

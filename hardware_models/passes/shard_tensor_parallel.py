@@ -43,6 +43,17 @@ def per_chip_bytes(needed: int, cache: int, kv_heads: int, chips: int) -> int:
     return ceil_div(needed - cache, chips) + ceil_div(cache * top, bottom)
 
 
+def fewest_chips(needed: int, cache: int, kv_heads: int, whole: int) -> int | None:
+    """The fewest chips, a power of two, each of which holds its share (per_chip_bytes) in `whole`
+    bytes; None when no count can, because one KV head's share of the cache alone fills a chip."""
+    chips = 1 << (max(1, ceil_div(needed, whole)) - 1).bit_length()
+    while per_chip_bytes(needed, cache, kv_heads, chips) > whole:
+        if kv_heads and chips >= kv_heads and ceil_div(cache, kv_heads) >= whole:  # more chips cannot help
+            return None
+        chips *= 2
+    return chips
+
+
 def fused_kv_cache(module: Module, plan: Plan) -> tuple[int, int]:
     """(bytes, KV heads per sequence) of the KV cache that fused attention kernels read from the
     program's arguments (a decode step's cache; each layer's once), or (0, 0)."""
@@ -63,13 +74,11 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     whole = max(1, int(usable))  # whole bytes a chip holds: the chip counts are exact integer ceilings
     cache, kv_heads = fused_kv_cache(module, plan)
     least = max(1, ceil_div(needed, whole))
-    default = 1 << (least - 1).bit_length()  # the next power of two
-    while per_chip_bytes(needed, cache, kv_heads, default) > whole:  # a replicated cache needs more
-        if kv_heads and default >= kv_heads and ceil_div(cache, kv_heads) >= whole:  # more chips cannot help
-            raise InvalidShape(target.name, "KV cache", format_bytes(cache),
-                               f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
-                               f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences")
-        default *= 2
+    default = fewest_chips(needed, cache, kv_heads, whole)  # a replicated cache may need more than the bytes say
+    if default is None:
+        raise InvalidShape(target.name, "KV cache", format_bytes(cache),
+                           f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
+                           f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences")
     chips = plan.requested_chips or default
     holds = per_chip_bytes(needed, cache, kv_heads, chips)
     if chips < least or holds > whole:

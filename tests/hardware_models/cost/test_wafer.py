@@ -58,7 +58,7 @@ def test_rows_stream_through_the_regions_as_a_pipeline_in_chunks_chosen_by_cost(
     lat = wse["schedule.region_latency_s"]
     module = _stack(4, 2048, width=4096)  # compute-heavy: each stage is busy well past its latency
     plan = compile_plan(module, wse)
-    chunks = plan.partition.rows
+    chunks = plan.partition.chunks
     assert 1 < chunks <= 2048 and any(g.label == "row pipeline" for g in plan.groups)
     assert all(pipeline_seconds(module, plan, wse, chunks) <= pipeline_seconds(module, plan, wse, c) for c in (1, 2, 64, 2048))
     est = estimate(module, wse, "", plan)
@@ -81,5 +81,5 @@ def test_one_row_is_not_pipelined():
     """A decode step at batch 1 streams one row: each kernel costs its whole pass, as before."""
     wse = get_target("wse-3")
     plan = compile_plan(_stack(4, 1), wse)
-    assert plan.partition.rows == 1 and not any(g.label == "row pipeline" for g in plan.groups)
+    assert plan.partition.chunks == 1 and not any(g.label == "row pipeline" for g in plan.groups)
     assert all(g.cost.span_s == 0 for g in estimate(_stack(4, 1), wse, "", plan).groups)
