@@ -22,7 +22,7 @@ from reference.ir.graph import ELEMENT_BYTES
 from reference.units import format_bytes, format_seconds, plural
 
 from hardware_models.values import (  # noqa: F401  (re-exported: the plan's values, shared by passes and cost models)
-    FALLBACK_OPS, FREE, VIEWS, ValueGraph, Work, group_inputs, group_outputs, group_work, is_fallback_op, is_kernel_op,
+    FALLBACK_OPS, FREE, VIEWS, ValueGraph, Work, group_inputs, group_outputs, group_work, is_fallback_op, is_kernel_op, read_bytes,
     update_operand,
 )
 

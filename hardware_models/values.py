@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from reference.ir import Module, Op, TensorType, category
-from reference.ir.counters import contraction_flops, op_cost
+from reference.ir.counters import PARTIAL_READS, contraction_flops, op_cost
 from reference.ir.graph import ELEMENT_BYTES
 
 if TYPE_CHECKING:
@@ -106,19 +106,36 @@ class ValueGraph:
             if p.op.short_name == "return":  # a returned value leaves its instance: written out
                 for value in p.operands:
                     self.consumers.setdefault(value, []).append(-1)
-        # An update of part of an argument that nothing else reads (a KV cache: JAX's
+        # A call with a trip count returns values its caller may never read (a regional block's
+        # K and V in a prefill whose program returns only logits): as XLA removes a loop's dead
+        # outputs, they are not written out, and ops that only fed them fuse like the flat program's.
+        for p in ops:
+            if p.op.short_name == "call" and p.op.callee and not p.callee and p.index + 1 < len(ops):
+                child = ops[p.index + 1].instance  # expand_workload puts the callee's ops right after the call
+                ret = next((q for q in ops[p.index + 1:] if q.instance == child and q.op.short_name == "return"), None)
+                if ret is None or not child.startswith(p.instance + "/"):
+                    continue
+                for value, result in zip(ret.operands, p.results):
+                    if not self.consumers.get(result) and -1 in self.consumers.get(value, []):
+                        self.consumers[value] = [u for u in self.consumers[value] if u not in (-1, ret.index)]
+        # An update of part of a buffer that nothing else reads (a KV cache: JAX's
         # dynamic_update_slice, or the scatter at a constant index that torch-mlir makes of
-        # slice_scatter) runs in place: a serving runtime donates the buffer (jax.jit's
+        # slice_scatter) runs in place: a serving runtime donates an argument's buffer (jax.jit's
         # donate_argnums and XLA's input-output aliasing; TensorRT-LLM and vLLM preallocate the
-        # cache), so the op writes only the update, and its result is the buffer itself: a read of
-        # it reads the buffer once, and writing it out writes only the update.
+        # cache), and XLA's buffer assignment reuses a computed buffer that dies at the update
+        # (a flat decoder's slice of its stacked cache, which the slice wrote). The op writes only
+        # the update, and its result is the buffer itself: a read of it reads the buffer once, and
+        # writing it out writes only the update. A buffer that is a constant (a broadcast zero) is
+        # materialized by the update, not updated.
         self.in_place: dict[str, str] = {}  # result -> the update written into the buffer
         for p in ops:
             position = update_operand(p.op)
             if position is None or not p.results:
                 continue
             buffer = p.operands[0]
-            if buffer in self.producer or self.consumers.get(buffer) != [p.index]:
+            root = self.root(buffer)
+            made_by = ops[self.producer[root]].op.short_name if root in self.producer else None
+            if self.consumers.get(buffer) != [p.index] or self.users(root) != [p.index] or root in self.splat or made_by in ("constant", "iota"):
                 continue
             self.in_place[p.results[0]] = p.operands[position]
             self.alias[p.results[0]] = buffer
@@ -172,6 +189,23 @@ def group_inputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:
             if graph.producer.get(root) not in members:
                 seen.setdefault(root)
     return list(seen)
+
+
+def read_bytes(plan: Plan, graph: ValueGraph, group: Group, value: str) -> int:
+    """The bytes of the root `value` the group reads from main memory: all of it, unless every
+    member that reads it is a slice, dynamic_slice or gather of it (counters.PARTIAL_READS), which
+    read only the elements they return (a layer's slice of a stacked cache, one embedding row)."""
+    members = set(group.members)
+    readers = [u for u in graph.users(value) if u in members]
+    whole = graph.nbytes(value)
+    partial = 0
+    for u in readers:
+        p = plan.ops[u]
+        operands = [graph.root(v) for v in p.operands]
+        if p.op.short_name not in PARTIAL_READS or operands[0] != value or value in operands[1:]:
+            return whole
+        partial += graph.nbytes(p.results[0])
+    return min(whole, partial) if readers else whole
 
 
 def group_outputs(plan: Plan, graph: ValueGraph, group: Group) -> list[str]:

@@ -30,7 +30,7 @@ writes and reads them (about 1.07 GB per pass over them); fused, the kernel move
 
 from __future__ import annotations
 
-from hardware_models.plan import AttentionShape, Group, Placement, Plan, ValueGraph, ceil_div, gemm_shape, group_inputs, group_outputs
+from hardware_models.plan import AttentionShape, Group, Placement, Plan, ValueGraph, ceil_div, gemm_shape, group_inputs, group_outputs, read_bytes
 from hardware_models.target import Target
 from hardware_models.values import constant_values
 from reference.ir import Module, category
@@ -206,8 +206,8 @@ def attention_placement(plan: Plan, graph: ValueGraph, group: Group, main: str, 
     p = plan.partition
     chips = p.tensor_parallel if p and p.mode == "tensor parallel" else 1
     inputs = [v for v in group_inputs(plan, graph, group) if v not in graph.splat]  # a splat constant is an immediate
-    kv = sum(ceil_div(graph.nbytes(v), shape.shards) for v in inputs if v in shape.kv)
-    rest = sum(graph.nbytes(v) for v in inputs if v not in shape.kv) + sum(graph.nbytes(v) for v in group_outputs(plan, graph, group))
+    kv = sum(ceil_div(read_bytes(plan, graph, group, v), shape.shards) for v in inputs if v in shape.kv)
+    rest = sum(read_bytes(plan, graph, group, v) for v in inputs if v not in shape.kv) + sum(graph.nbytes(v) for v in group_outputs(plan, graph, group))
     hbm = kv + ceil_div(rest, chips)
     on_chip = hbm if keeps else hbm + ceil_div(2 * 4 * shape.score_elements, chips)
     return Placement(((main, hbm), (cache, on_chip)))

@@ -10,7 +10,10 @@ that produces its operands when:
   - a reduction joins a group with fewer than `max_reductions` reductions (Inductor keeps a
     softmax's max and sum in one kernel; XLA on a TPU splits them);
   - joining makes no cycle between groups (no other producer of the op depends on that group).
-Operands from several groups join the latest of them; the rest become the kernel's inputs.
+Operands from several groups join the latest of them; the rest become the kernel's inputs. An op
+that reads only arguments (a block's input, which its norm converts twice: once for the
+statistics, once to scale) joins the first group that reads the same argument, under the same
+rules: XLA's sibling (multi-output) fusion and Inductor's, which read a shared input once.
 Values that leave a group are written to memory; the rest stay in registers or VMEM.
 """
 
@@ -42,6 +45,7 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
         return plan
     graph = plan.value_graph()
     owner: dict[int, int] = {}  # op index -> merged group position
+    readers: dict[str, int] = {}  # an argument -> the first merged group that reads it
     merged: list[dict] = []     # {"kind", "members", "instance", "repeats", "reductions", "deps"}
 
     def reaches(start: int, goal: int) -> bool:
@@ -58,6 +62,8 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
     for group in plan.groups:
         (index,) = group.members  # assign_groups makes one op per group
         op = plan.ops[index].op
+        roots = [graph.root(v) for v in plan.ops[index].operands
+                 if graph.root(v) not in graph.producer and graph.root(v) not in graph.splat]
         producers = {
             owner[graph.producer[graph.root(v)]]
             for v in plan.ops[index].operands
@@ -65,6 +71,8 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
         }
         is_reduction = category(op) == "reduction"
         target_group = max(producers) if producers else None
+        if target_group is None and group.kind == "fusion":  # reads only arguments: a sibling (module doc)
+            target_group = max((readers[r] for r in roots if r in readers), default=None)
         if target_group is not None and group.kind == "fusion":
             host = merged[target_group]
             legal = (
@@ -78,8 +86,12 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
                 host["reductions"] += is_reduction
                 host["deps"] |= producers - {target_group}
                 owner[index] = target_group
+                for r in roots:
+                    readers.setdefault(r, target_group)
                 continue
         owner[index] = len(merged)
+        for r in roots:
+            readers.setdefault(r, len(merged))
         merged.append({"kind": group.kind, "members": [index], "instance": group.instance, "repeats": group.repeats,
                        "reductions": int(is_reduction), "deps": set(producers)})
     groups = tuple(Group(i, g["kind"], tuple(g["members"]), g["instance"], g["repeats"]) for i, g in enumerate(merged))

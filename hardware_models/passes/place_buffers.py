@@ -26,7 +26,7 @@ Bytes count at the width each type runs as (plan.value_graph(): an emulated f16 
 from __future__ import annotations
 
 from hardware_models.passes.fuse_attention import attention_placement
-from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, group_work, shard_factor
+from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, group_work, read_bytes, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -54,7 +54,7 @@ def place_buffers(module: Module, plan: Plan, target: Target) -> Plan:
             v for v in inputs
             if keeps and group.kind != "fallback" and produced_by.get(v) == group.id - 1 and graph.nbytes(v) <= resident_limit
         )
-        in_bytes = {v: graph.nbytes(v) for v in inputs}
+        in_bytes = {v: read_bytes(plan, graph, group, v) for v in inputs}  # a slice or gather reads its part
         shards = shard_factor(plan, group)  # tensor parallel: this chip's weight columns and output
         if group.kind == "fallback":
             total = sum(in_bytes.values()) + out_bytes

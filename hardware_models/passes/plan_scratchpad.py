@@ -18,7 +18,7 @@ Split accounts for the cost model: read, write, spilled and restickified bytes.
 
 from __future__ import annotations
 
-from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, shard_factor
+from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, read_bytes, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -45,6 +45,10 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
         inputs, outputs = io[g.id]
         cores = plan.divisions[g.id].cores if g.id in plan.divisions else 1
         padded = {v: plan.layouts[v].padded_bytes for v in inputs + outputs}
+        for v in inputs:  # a slice or gather reads its part of the value (values.read_bytes)
+            part = read_bytes(plan, graph, g, v)
+            if part < graph.nbytes(v):
+                padded[v] = ceil_div(padded[v] * part, graph.nbytes(v))
         shards = shard_factor(plan, g)
         if shards > 1:  # tensor parallel: this card's weight columns and output
             weight = graph.root(plan.ops[g.members[0]].operands[1])

@@ -9,8 +9,9 @@ FLOPs (the rules of XLA's HloCostAnalysis, so the two can be compared exactly):
   data movement 0 (constant, broadcast, reshape, transpose, slice, concatenate, gather, ...)
   call          the callee's cost;   while: (condition + body) * trip count
 Bytes at op boundaries, as if nothing were fused (an upper bound that target compilers lower by
-fusing): each op reads its operands and writes its results; constants, returns, calls and
-loops move nothing themselves (their callees and bodies do).
+fusing): each op reads its operands and writes its results, except that a slice, dynamic_slice
+or gather reads of its operand 0 only the elements it returns (at most the whole operand);
+constants, returns, calls and loops move nothing themselves (their callees and bodies do).
 
 Where XLA's own count (JAX's `Lowered.cost_analysis()`) differs, and why; policy="xla"
 applies these three rules so the totals can be compared exactly, while the default policy
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reference.ir.from_stablehlo import ELEMENTWISE, TRANSCENDENTAL, category
 from reference.ir.graph import Function, Module, Op
@@ -43,6 +44,7 @@ from reference.ir.graph import Function, Module, Op
 XLA_CHLO_EXPANSION = {("erfc", "f32"): (62, 1), ("erfc", "bf16"): (64, 1), ("erfc", "f16"): (64, 1)}
 
 FREE = {"constant", "return"}  # "return" covers func.return and stablehlo.return
+PARTIAL_READS = {"slice", "dynamic_slice", "gather"}  # read of operand 0: the elements returned
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,11 @@ def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
         bytes_read=sum(t.nbytes for t in op.operand_types),
         bytes_written=sum(t.nbytes for t in op.result_types),
     )
+    if short in PARTIAL_READS and op.known and op.operand_types and op.result_types:
+        # reads the elements it returns, not its whole operand 0 (a layer's slice of a stacked
+        # cache, one embedding row); capped at the operand, which a strided or repeated read re-reads
+        whole = op.operand_types[0].nbytes
+        moved = replace(moved, bytes_read=moved.bytes_read - whole + min(whole, op.result_types[0].nbytes))
     if not op.known:  # opaque: what it moves, nothing more (a target costs it as a fallback)
         return moved
     if short in FREE:

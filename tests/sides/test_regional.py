@@ -73,11 +73,13 @@ def test_torch_regional_totals_equal_flat_up_to_layer_invariant_subgraphs(case):
 
 @pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b"])
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
-def test_flat_and_regional_lowerings_partition_alike_and_cost_within_7_percent_on_every_family(model, mode):
+def test_flat_and_regional_lowerings_partition_alike_and_cost_within_2_percent_on_every_family(model, mode):
     """Both lowerings of one model are costed under the same rules: the flat program's layers are
-    read from its argument names (workload.layer_structure), and calls without a trip count are
-    inlined on their caller's timeline. Chip counts are equal; times differ by what the block call's
-    boundary and the flat decoder's stacked cache add (measured: 0-6.6%; the issue asked 2%)."""
+    read from its argument names (workload.layer_structure); calls without a trip count are
+    inlined on their caller's timeline; a block's outputs its caller never reads (a prefill's K
+    and V) are dead; a norm's two reads of the block's input fuse as siblings; the flat decoder's
+    slice of its stacked cache reads one layer and is updated in place. Chip counts are equal and
+    times within 2% (measured: at most 1.4%, the block boundary's unfused residual add)."""
     from hardware_models.estimate import estimate
     from hardware_models.families import representative_targets
     from hardware_models.pipelines import compile_plan
@@ -93,7 +95,7 @@ def test_flat_and_regional_lowerings_partition_alike_and_cost_within_7_percent_o
         chips = [p.partition.chips if p.partition else 1 for p in plans]
         times = [estimate(m, target, "", p).total.time_s for m, p in zip((flat, regional), plans)]
         assert chips[0] == chips[1], name
-        assert times[0] == pytest.approx(times[1], rel=0.07), name
+        assert times[0] == pytest.approx(times[1], rel=0.02), name
 
 
 @pytest.mark.parametrize("model", ["llama-3.2-1b", "llama-3.1-8b", "qwen2.5-0.5b"])
