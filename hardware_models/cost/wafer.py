@@ -10,8 +10,16 @@ With P PEs on a wafer, a peak of R FLOP/s and an efficiency e, a kernel on a reg
     time_s    = max(compute_s, memory_s) + region_latency_s
 
 and a token crosses every region in turn, so at batch 1 the time is the pipeline's depth times
-the per-region latency far more than the wafer's peak. A split over wafers adds
-`wafer_hop_latency_s + hidden state / system I/O` per hop.
+the per-region latency far more than the wafer's peak. Weights that need W wafers
+(place_layers chooses the cheapest way per pass):
+    a pipeline of wafers, whole layers on each: (W - 1) hops of latency + hidden state / system I/O
+    each layer split over the W wafers (all of them work on every layer, so every kernel has W
+      wafers' PEs either way): 2 exchanges a layer (after attention, after the MLP), each a ring
+      all-reduce of 2 (W - 1) steps of latency + hidden / W / system I/O
+    weight streaming from MemoryX into one wafer: weight bytes / system I/O
+Worked number: 4 wafers, 80 layers, a 16 kB hidden state, 5 us hops, 150 GB/s: a pipeline pays
+3 x (5 us + 0.1 us) = 15.3 us; a layer split 160 x 6 x (5 us + 0.03 us) = 4.8 ms. A pipeline is
+impossible where one layer's weights exceed a wafer, or for more wafers than layers.
 
 Rows in a pipeline (place_layers: a pass of token rows in R > 1 chunks, R chosen by cost). Every
 region (and every wafer hop) is a stage. One chunk keeps a stage busy for its share of the
@@ -40,7 +48,7 @@ Worked number: a kernel of 1 GFLOP on 1% of a WSE-3 (9,000 PEs) at e = 0.5:
 from __future__ import annotations
 
 from hardware_models.cost.model import Cost, roofline_cost
-from hardware_models.plan import Group, Plan, group_work
+from hardware_models.plan import Group, Plan, ceil_div, group_work
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -53,12 +61,26 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     if chunks <= 1:
         return full
     row = _one_row(plan, group, target, full, chunks)
-    latency = _latency(group, target)
+    latency = _latency(group, target, plan)
     return Cost(full.flops, full.padded_flops, row.compute_s, row.schedule_s + latency, row.time_s + latency,
                 full.bytes, row.memory_s, full.time_s)
 
 
-def _latency(group: Group, target: Target) -> float:
+def hop_seconds(target: Target, hidden: int) -> float:
+    """One hop of a pipeline of wafers: the hidden state to the next wafer."""
+    return target["schedule.wafer_hop_latency_s"] + hidden / target["interconnect.system_io_bytes_per_s"]
+
+
+def exchange_seconds(target: Target, wafers: int, hidden: int) -> float:
+    """One all-reduce of the hidden state among the W wafers a layer is split over, as a ring:
+    2 (W - 1) steps, each a hop's latency and 1/W of the hidden state over a system's I/O."""
+    steps = 2 * (wafers - 1)
+    return steps * (target["schedule.wafer_hop_latency_s"] + hidden / wafers / target["interconnect.system_io_bytes_per_s"])
+
+
+def _latency(group: Group, target: Target, plan: Plan | None = None) -> float:
+    if group.label == "layer exchange" and plan is not None:
+        return 2 * (plan.partition.chips - 1) * target["schedule.wafer_hop_latency_s"]
     return target["schedule.wafer_hop_latency_s" if group.kind == "transfer" else "schedule.region_latency_s"]
 
 
@@ -90,7 +112,7 @@ def _stages(module: Module, plan: Plan, target: Target, chunks: int) -> tuple[fl
         if g.label == "row pipeline":
             continue
         full = _pass_cost(module, plan, g, target)
-        latency = _latency(g, target)
+        latency = _latency(g, target, plan)
         busy = _one_row(plan, g, target, full, chunks) if chunks > 1 else Cost(time_s=full.time_s - latency)
         total += (busy.time_s + latency) * g.repeats
         slowest = max(slowest, busy, key=lambda c: c.time_s)
@@ -114,9 +136,12 @@ def _pipeline_cost(module: Module, plan: Plan, target: Target, chunks: int) -> C
 def _pass_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     """A kernel's (or a wafer hop's) time for the whole pass, one region after another."""
     io = target["interconnect.system_io_bytes_per_s"]
-    if group.kind == "transfer":
-        latency, link = target["schedule.wafer_hop_latency_s"], plan.partition.hidden_bytes / io
-        return Cost(0, 0, 0.0, latency, latency + link, (("system_io", plan.partition.hidden_bytes),), (("system_io", link),))
+    if group.kind == "transfer":  # a pipeline's hop, or an exchange of a layer split over wafers
+        hidden, wafers = plan.partition.hidden_bytes, plan.partition.chips
+        latency = _latency(group, target, plan)
+        sent = 2 * (wafers - 1) * ceil_div(hidden, wafers) if group.label == "layer exchange" else hidden
+        link = sent / io
+        return Cost(0, 0, 0.0, latency, latency + link, (("system_io", sent),), (("system_io", link),))
     placement = plan.placements[group.id]
     latency_s = target["schedule.region_latency_s"]
     flops = group_work(plan, module, group).flops

@@ -17,10 +17,14 @@ pipeline" group carries the steady state, cost/wafer.py); a program without laye
 one pass through every region in turn.
 
 When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
-compiler chooses the cheaper of two ways, per pass through the program, and says which (--chips
-N forces N wafers, at most one per layer of a regional model, one per kernel of a flat one):
-    split over W = ceil(bytes / usable SRAM) wafers: (W - 1) x (hop latency + hidden state / link)
-    weight streaming from MemoryX on one wafer: all weight bytes / system I/O bandwidth
+compiler chooses the cheapest of three ways, per pass through the program, and says which with
+all three costs (cost/wafer.py has the formulas; W = ceil(bytes / usable SRAM)):
+    a pipeline of W wafers, whole layers on each (not where one layer's weights exceed a wafer,
+      nor for more wafers than layers, or kernels of a program without layers)
+    each layer split over the W wafers: 2 all-reduces of the hidden state a layer (1 for a
+      program without layers), which adds no PEs a pipeline lacks but lets a layer span wafers
+    weight streaming from MemoryX into one wafer
+--chips N forces N wafers (1: streaming), at most the narrowest weight matrix's columns.
 Bytes per level: sram (each kernel's operands and results), fabric (what it sends on), memoryx
 (weights streamed in, in streaming mode).
 """
@@ -32,11 +36,15 @@ import math
 from hardware_models.plan import (
     Group, Partition, Placement, Plan, Region, ceil_div, group_inputs, group_outputs, group_work,
 )
-from hardware_models.workload import layer_structure, program_arguments, program_footprint
+from hardware_models.cost.wafer import exchange_seconds, hop_seconds
+from hardware_models.workload import layer_structure, program_arguments, program_footprint, weight_matmul_widths
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.ir import Module
 from reference.units import format_bytes, format_seconds, plural
+
+
+STRATEGY_WORDS = {"streamed": "streamed", "pipeline": "in a pipeline of wafers", "layer split": "with each layer split"}
 
 
 def choose_chunks(module: Module, plan: Plan, target: Target, rows: int) -> tuple[int, int]:
@@ -71,29 +79,55 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     needed, hidden, layers = footprint.needed_bytes, footprint.hidden_bytes, footprint.layers
     capacity = target.usable_main_memory_bytes
     whole = max(1, int(capacity))  # whole bytes a wafer holds: the wafer count is an exact integer ceiling
+    io_of = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
+    arguments = program_arguments(plan, module)  # weights and caches; not activations passed to a block
+    weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v in arguments) for g in plan.groups}
     wafers = max(1, ceil_div(needed, whole))
-    io = target["interconnect.system_io_bytes_per_s"]
-    split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
-    stream_s = needed / io
-    streaming = wafers > 1 and stream_s < split_s
-    if plan.requested_chips is not None:  # --chips: the user's wafer count
-        if 1 < plan.requested_chips < wafers:
-            raise InvalidShape(target.name, "chips", plan.requested_chips,
-                               f"the arguments need {wafers} wafers split, or 1 with weights streamed")
-        most = max(wafers, layers if footprint.regional else max(1, len(plan.groups)))
-        if plan.requested_chips > most:
-            raise InvalidShape(target.name, "chips", plan.requested_chips,
-                               f"at most {most}: a pipeline over wafers puts one " + ("layer" if footprint.regional else "kernel")
-                               + " on a wafer at the least")
-        streaming = wafers > 1 and plan.requested_chips == 1
-        wafers = plan.requested_chips if not streaming else wafers
-        split_s = (wafers - 1) * (target["schedule.wafer_hop_latency_s"] + hidden / io)
-    if wafers == 1:
+    # A pipeline puts whole layers (whole kernels, for a program without layers) on each wafer.
+    pipeline_most = layers if footprint.regional else max(1, len(plan.groups))
+    largest = max([footprint.layer_bytes if footprint.regional else 0, *weights_of.values()])
+    exchanges = 2 * layers if footprint.regional else 1  # per pass, each layer split: after attention and the MLP
+    split_most = max(wafers, min(weight_matmul_widths(module, plan), default=wafers))
+
+    def pipeline_s(n: int) -> float | None:
+        fits = largest <= whole and n <= pipeline_most
+        return (n - 1) * hop_seconds(target, hidden) if fits else None
+
+    def layer_split_s(n: int) -> float:
+        return exchanges * exchange_seconds(target, n, hidden)
+
+    stream_s = needed / target["interconnect.system_io_bytes_per_s"]
+    n = plan.requested_chips  # --chips: the user's wafer count
+    if n is not None:
+        if 1 < n < wafers:
+            raise InvalidShape(target.name, "chips", n, f"the arguments need {wafers} wafers split, or 1 with weights streamed")
+        if n > split_most:
+            raise InvalidShape(target.name, "chips", n,
+                               f"at most {split_most}: each layer split over wafers gives a wafer one column of its narrowest "
+                               "weight matrix at the least")
+    unit = "layer" if footprint.regional else "kernel"
+    no_pipeline = (f"one {unit}'s weights ({format_bytes(largest)}) exceed a wafer" if largest > whole
+                   else f"more wafers than {unit}s ({pipeline_most})")
+    streamable = wafers > 1 and n in (None, 1)
+    if n is not None and n > 1:
+        wafers = n
+    choices: dict[str, float] = {}  # the ways of holding the weights on several wafers, by cost per pass
+    if wafers > 1 and n != 1:
+        if pipeline_s(wafers) is not None:
+            choices["pipeline"] = pipeline_s(wafers)
+        choices["layer split"] = layer_split_s(wafers)
+    if streamable:
+        choices["streamed"] = stream_s
+    strategy = min(choices, key=lambda k: (choices[k], list(choices).index(k))) if choices else "resident"  # first of equals
+    streaming = strategy == "streamed"
+    if strategy == "resident":
         mode = "resident on one wafer"
     elif streaming:
         mode = "streamed from MemoryX"
+    elif strategy == "pipeline":
+        mode = f"split over {wafers} wafers, whole layers on each"
     else:
-        mode = f"split over {wafers} wafers"
+        mode = f"split over {wafers} wafers, each layer across all of them"
     used = 1 if streaming else wafers
     pes = target["chip.pes"] * used
     sram_per_pe = capacity / target["chip.pes"]
@@ -104,9 +138,6 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     demand = {g.id: max(work[g.id].flops / rate, work[g.id].bytes / target.level_value(sram, "bytes_per_s"),
                         sent[g.id] / target["interconnect.fabric_bytes_per_s"]) for g in plan.groups}
     total_demand = sum(demand[g.id] * g.repeats for g in plan.groups) or 1
-    io_of = {g.id: (group_inputs(plan, graph, g), group_outputs(plan, graph, g)) for g in plan.groups}
-    arguments = program_arguments(plan, module)  # weights and caches; not activations passed to a block
-    weights_of = {g.id: sum(graph.nbytes(v) for v in io_of[g.id][0] if v in arguments) for g in plan.groups}
     holding = {g.id: 0 if streaming else math.ceil(weights_of[g.id] / sram_per_pe) for g in plan.groups}
     left = max(0, pes - sum(holding[g.id] * g.repeats for g in plan.groups))
     regions, placements = {}, {}
@@ -122,14 +153,18 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
             levels = [("host", sum(graph.nbytes(v) for v in inputs + outputs)), *levels]
         placements[g.id] = Placement(tuple(levels))
     groups = plan.groups
-    if wafers > 1 and not streaming:
+    if wafers > 1 and strategy == "pipeline":
         groups += (Group(len(groups), "transfer", (), "main", wafers - 1, "wafer hop"),)
+    elif wafers > 1 and strategy == "layer split":
+        groups += (Group(len(groups), "transfer", (), "main", exchanges, "layer exchange"),)
     rows = stream_rows(module, footprint)
     if rows > 1:  # the rows of a pass may flow through the regions as a pipeline (cost/wafer.py)
         groups += (Group(len(groups), "transfer", (), "main", 1, "row pipeline"),)
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
     notes = (f"weights {mode}: {format_bytes(needed)} against {format_bytes(capacity)} of usable SRAM a wafer"
-             + (f"; a pass costs {format_seconds(split_s)} of hops split, {format_seconds(stream_s)} streamed" if wafers > 1 else ""),
+             + ("; a pass costs " + ", ".join(f"{format_seconds(t)} {STRATEGY_WORDS[k]}" for k, t in choices.items())
+                + f" (chosen: {STRATEGY_WORDS[strategy]})" if len(choices) > 1 else "")
+             + (f"; no pipeline: {no_pipeline}" if wafers > 1 and n != 1 and "pipeline" not in choices else ""),
              f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
     chunks = 1
     if rows > 1:

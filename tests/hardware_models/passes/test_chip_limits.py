@@ -15,7 +15,7 @@ from tests.hardware_models.programs import elementwise, linear_gelu
     ("h100", 1_000_000_000, 96),   # tensor parallel: the GEMM's 96 output columns, one per chip at the most
     ("spyre", 97, 96),
     ("groq-lpu", 1_000_000_000, 384),  # 96 columns per layer x 4 unfused kernels, a stage each
-    ("wse-3", 2, 1),  # one fused kernel: one wafer
+    ("wse-3", 97, 96),  # one fused kernel split across wafers: a column of its weight on each at the most
 ])
 def test_chips_beyond_the_partitions_maximum_are_refused_naming_it(target, chips, most):
     with pytest.raises(InvalidShape, match=f"at most {most}"):

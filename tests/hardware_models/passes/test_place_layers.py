@@ -9,6 +9,7 @@ from hardware_models.calibration import gemm_module
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
+from reference.errors import InvalidShape
 from tests.hardware_models.programs import linear_gelu
 
 WSE3 = get_target("wse-3")
@@ -28,12 +29,57 @@ def test_regions_are_sized_by_flops_beyond_the_pes_that_hold_weights():
     assert plan.regions[group.id].pes >= (2048 * 1024 * 2 + 1024 * 2) / sram_per_pe
 
 
-def test_weights_larger_than_a_wafer_are_split_over_wafers_when_hops_are_cheaper():
-    module = gemm_module(16384, 131072, 131072, "f16")  # 38.7 GB of arguments, 35.2 GB usable
+def test_one_kernel_larger_than_a_wafer_is_split_across_wafers_with_one_exchange():
+    """A pipeline puts whole kernels on a wafer; a GEMM of 38.7 GB (35.2 GB usable a wafer) cannot
+    be one, so its weights are split over 2 wafers and its output all-reduced once, as a ring:
+    2 (W - 1) x (hop latency + output / W / system I/O)."""
+    module = gemm_module(16384, 131072, 131072, "f16")
     plan = compile_plan(module, WSE3)
-    assert plan.partition.mode == "split over 2 wafers" and plan.partition.chips == 2
+    assert plan.partition.mode == "split over 2 wafers, each layer across all of them" and plan.partition.chips == 2
+    (exchange,) = [g for g in plan.groups if g.kind == "transfer" and g.label != "row pipeline"]
+    assert (exchange.label, exchange.repeats) == ("layer exchange", 1)
+    out = 16384 * 131072 * 2
+    cost = estimate(module, WSE3, plan=plan).groups[exchange.id].cost
+    assert cost.time_s == pytest.approx(2 * (5e-6 + out / 2 / 150e9))
+    assert any("(chosen: with each layer split)" in note and "streamed" in note
+               and "no pipeline: one kernel's weights (38.7 GB) exceed a wafer" in note for note in plan.notes)
+
+
+def _regional(layers: int, wafers_of_weights: float):
+    """A regional program of `layers` blocks whose weights need about `wafers_of_weights` wafers."""
+    from reference.ir.graph import DotDims, Function, Module, Op, TensorType
+
+    n = int((wafers_of_weights * 35.2e9 / layers / 2) ** 0.5) // 64 * 64
+    x, w = TensorType((1, n), "f16"), TensorType((n, n), "f16")
+    dot = Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w),
+             attrs=(("dot_dimension_numbers", DotDims((), (), (1,), (0,))),))
+    body = Function("block", (("%x", x), ("%w", w)), (x,), (dot, Op("func.return", (), (), ("%0",), (x,))))
+    call = Op("func.call", ("%1",), (x,), ("%a", "%w"), (x, w), callee="block", trip_count=layers)
+    main = Function("main", (("%a", x), ("%w", w)), (x,), (call, Op("func.return", (), (), ("%1",), (x,))))
+    return Module((main, body))
+
+
+def test_a_model_of_many_layers_on_several_wafers_runs_as_a_pipeline_and_reports_the_layer_split():
+    """80 layers on 3 wafers: a pipeline pays 2 hops; each layer split would pay 160 exchanges of
+    4 ring steps each, so the pipeline wins and the note shows both costs."""
+    module = _regional(80, 2.5)
+    plan = compile_plan(module, WSE3)
+    assert plan.partition.mode == "split over 3 wafers, whole layers on each"
     assert [g.label for g in plan.groups if g.kind == "transfer"] == ["wafer hop"]
-    assert any("split over 2 wafers" in note and "streamed" in note for note in plan.notes)
+    (note,) = [n for n in plan.notes if n.startswith("weights split")]
+    assert "in a pipeline of wafers" in note and "with each layer split" in note and "(chosen: in a pipeline of wafers)" in note
+
+
+def test_more_wafers_than_layers_split_each_layer_and_the_narrowest_matrix_bounds_the_count():
+    module = _regional(2, 0.5)
+    plan = compile_plan(module, WSE3, chips=4)
+    assert plan.partition.mode == "split over 4 wafers, each layer across all of them" and plan.partition.chips == 4
+    (exchange,) = [g for g in plan.groups if g.label == "layer exchange"]
+    assert exchange.repeats == 2 * 2
+    assert any("no pipeline: more wafers than layers (2)" in note for note in plan.notes)
+    width = module.functions[1].args[1][1].shape[1]
+    with pytest.raises(InvalidShape, match=f"at most {width}"):
+        compile_plan(module, WSE3, chips=width + 1)
 
 
 def test_weights_are_streamed_when_hopping_between_wafers_would_cost_more():
