@@ -181,8 +181,9 @@ def max_batch(target: Target, chips: int, weight_bytes: int, sequence_bytes: int
 
     unit = target.family_record.chip_unit
     if target.level("main").on_chip:
-        raise InvalidShape(target.name, "batch", "max", f"{target.name} holds everything in on-chip SRAM and adds "
-                           f"{unit}s as the batch grows; give --batch N")
+        raise InvalidShape(target.name, "batch", "max", f"{target.name} holds weights and cache in on-chip SRAM, where the "
+                           f"partition is sized to the batch ({unit}s are added as it grows), so no batch is the "
+                           "largest; give --batch N, an integer >= 1")
     top, bottom = kv_share(chips, kv_heads)
     room = int(target.usable_main_memory_bytes) - ceil_div(weight_bytes, chips)
     per_sequence = max(1, ceil_div(sequence_bytes * top, bottom))

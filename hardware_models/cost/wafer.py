@@ -28,10 +28,11 @@ SRAM again for every chunk (its matrix products read the whole weight tile once)
 
     busy = max(compute_s / R, (SRAM bytes - weights) / R + weights) / region SRAM rate, ...)
 
-and the first chunk also pays each stage's latency. The chunks flow through the stages one
+and the first chunk also pays each stage's latency, and waits for weights streamed from MemoryX
+(once a pass: the link is shared by every chunk, so the steady state does not re-stream them). The chunks flow through the stages one
 behind the other, so
 
-    pass = sum over stages of (busy + latency)  +  (R - 1) x max over stages of busy
+    pass = sum over stages of (max(busy, streamed) + latency)  +  (R - 1) x max over stages of busy
 
 place_layers tries R = 1, 2, 4, ... up to the rows and keeps the fastest: few chunks reuse the
 weights, many overlap the stages.
@@ -62,8 +63,14 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
         return full
     row = _one_row(plan, group, target, full, chunks)
     latency = _latency(group, target, plan)
-    return Cost(full.flops, full.padded_flops, row.compute_s, row.schedule_s + latency, row.time_s + latency,
+    return Cost(full.flops, full.padded_flops, row.compute_s, row.schedule_s + latency, _first_chunk_s(row) + latency,
                 full.bytes, row.memory_s, full.time_s)
+
+
+def _first_chunk_s(row: Cost) -> float:
+    """The first chunk's busy time at a stage: its share, or the stage's weights streamed in from
+    MemoryX (once a pass, shared by every chunk), whichever is longer."""
+    return max(row.time_s, dict(row.memory_s).get("memoryx", 0.0))
 
 
 def hop_seconds(target: Target, hidden: int) -> float:
@@ -96,11 +103,11 @@ def _one_row(plan: Plan, group: Group, target: Target, full: Cost, chunks: int) 
         moved = dict(full.bytes).get(level, 0)
         if level == main and moved:
             seconds = seconds * ((moved - weights) / chunks + weights) / moved
-        else:
+        elif level != "memoryx":  # weights streamed in once a pass, not once a chunk (_first_chunk_s)
             seconds = seconds / chunks
         memory_s.append((level, seconds))
     compute_s = full.compute_s / chunks
-    busy = max(compute_s, max((t for _, t in memory_s), default=0.0))
+    busy = max(compute_s, max((t for lv, t in memory_s if lv != "memoryx"), default=0.0))
     return Cost(0, 0, compute_s, 0.0, busy, (), tuple(memory_s))
 
 
@@ -114,7 +121,7 @@ def _stages(module: Module, plan: Plan, target: Target, chunks: int) -> tuple[fl
         full = _pass_cost(module, plan, g, target)
         latency = _latency(g, target, plan)
         busy = _one_row(plan, g, target, full, chunks) if chunks > 1 else Cost(time_s=full.time_s - latency)
-        total += (busy.time_s + latency) * g.repeats
+        total += ((_first_chunk_s(busy) if chunks > 1 else busy.time_s) + latency) * g.repeats
         slowest = max(slowest, busy, key=lambda c: c.time_s)
     return total, slowest
 

@@ -125,9 +125,9 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     elif streaming:
         mode = "streamed from MemoryX"
     elif strategy == "pipeline":
-        mode = f"split over {wafers} wafers, whole layers on each"
+        mode = f"split over {wafers} wafers, whole {unit}s on each"
     else:
-        mode = f"split over {wafers} wafers, each layer across all of them"
+        mode = f"split over {wafers} wafers, each {unit} across all of them"
     used = 1 if streaming else wafers
     pes = target["chip.pes"] * used
     sram_per_pe = capacity / target["chip.pes"]

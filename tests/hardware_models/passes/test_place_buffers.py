@@ -28,10 +28,18 @@ def test_a_broadcast_bias_is_read_at_its_own_size_and_the_gemm_output_stays_in_l
 
 
 def test_tpu_keeps_nothing_across_fusions_and_counts_every_op_in_vmem():
+    """XLA's TPU fusions (one reduction each) pass every op's operands and results through VMEM:
+    its op-boundary bytes, derived here op by op (f32, 8 x 1000, x = 32,000 B, a row vector 32 B)."""
     _, (first, second) = _placements(softmax(8, 1000), "tpu-v5e")
-    assert first.resident_inputs == () and first.at("hbm") == 4 * (8000 + 8000) + 4
-    # reduce reads x (and its init), subtract reads x and the broadcast max, exp reads and writes
-    assert first.at("vmem") > first.at("hbm")
+    x, row, init = 8 * 1000 * 4, 8 * 4, 4
+    assert first.resident_inputs == () and first.at("hbm") == x + x + init  # reads x (and the init), writes exp
+    reduce_max = x + init + row        # reads x and -inf, writes the row maxima
+    subtract = x + x + x               # reads x and the broadcast maxima (at x's size), writes
+    exponential = x + x
+    assert first.at("vmem") == reduce_max + subtract + exponential == 192_036
+    assert second.at("hbm") == x + init + x  # reads exp (and 0), writes y
+    reduce_sum, divide = x + init + row, x + x + x
+    assert second.at("vmem") == reduce_sum + divide == 128_036
 
 
 def test_a_gemm_larger_than_l2_rereads_its_operands_per_reuse_block():

@@ -35,7 +35,7 @@ def test_one_kernel_larger_than_a_wafer_is_split_across_wafers_with_one_exchange
     2 (W - 1) x (hop latency + output / W / system I/O)."""
     module = gemm_module(16384, 131072, 131072, "f16")
     plan = compile_plan(module, WSE3)
-    assert plan.partition.mode == "split over 2 wafers, each layer across all of them" and plan.partition.chips == 2
+    assert plan.partition.mode == "split over 2 wafers, each kernel across all of them" and plan.partition.chips == 2
     (exchange,) = [g for g in plan.groups if g.kind == "transfer" and g.label != "row pipeline"]
     assert (exchange.label, exchange.repeats) == ("layer exchange", 1)
     out = 16384 * 131072 * 2
@@ -45,12 +45,13 @@ def test_one_kernel_larger_than_a_wafer_is_split_across_wafers_with_one_exchange
                and "no pipeline: one kernel's weights (38.7 GB) exceed a wafer" in note for note in plan.notes)
 
 
-def _regional(layers: int, wafers_of_weights: float):
-    """A regional program of `layers` blocks whose weights need about `wafers_of_weights` wafers."""
+def _regional(layers: int, wafers_of_weights: float, rows: int = 1):
+    """A regional program of `layers` blocks whose weights need about `wafers_of_weights` wafers,
+    over a hidden state of `rows` token rows."""
     from reference.ir.graph import DotDims, Function, Module, Op, TensorType
 
     n = int((wafers_of_weights * 35.2e9 / layers / 2) ** 0.5) // 64 * 64
-    x, w = TensorType((1, n), "f16"), TensorType((n, n), "f16")
+    x, w = TensorType((rows, n), "f16"), TensorType((n, n), "f16")
     dot = Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w),
              attrs=(("dot_dimension_numbers", DotDims((), (), (1,), (0,))),))
     body = Function("block", (("%x", x), ("%w", w)), (x,), (dot, Op("func.return", (), (), ("%0",), (x,))))
@@ -90,3 +91,17 @@ def test_weights_are_streamed_when_hopping_between_wafers_would_cost_more():
     est = estimate(module, slow_hops, plan=plan)
     assert est.total.bytes_at("memoryx") == 2 * (16384 * 131072 + 131072 * 131072)
     assert est.groups[0].cost.bottleneck == "memory"
+
+
+def test_a_streamed_pass_of_many_rows_waits_for_every_weight_to_stream_in_once():
+    """Rows in chunks share the MemoryX link: the pass takes at least the weights over the
+    system I/O (1.2 Tb/s), however many chunks it runs in (it took 1/chunks of that before)."""
+    module = _regional(8, 2.5, rows=512)
+    from hardware_models.cost.wafer import pipeline_seconds
+
+    plan = compile_plan(module, WSE3, chips=1)
+    assert plan.partition.mode == "streamed from MemoryX"
+    stream = module.functions[1].args[1][1].nbytes * 8 / 150e9
+    for chunks in (1, 64, 512):
+        assert stream <= pipeline_seconds(module, plan, WSE3, chunks) <= 1.5 * stream, chunks
+    assert stream <= estimate(module, WSE3, plan=plan).total.time_s <= 1.5 * stream
