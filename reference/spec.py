@@ -131,6 +131,9 @@ class Entry:
             hold beyond their inputs and weights (attention scores, an im2col copy, logits); None
             when every tensor is the size of an input (elementwise ops, norms). Read by the int64
             extent check and by the memory estimate of a numerical run.
+        reduction: shapes -> the longest sum the programs compute (a dot product's k, a
+            convolution's window x input channels, a norm's or softmax's row), which widens the
+            tolerance past its domain (reference/tolerance.py); None: within the domain.
     """
 
     name: str
@@ -145,6 +148,7 @@ class Entry:
     condition: Condition | None = None
     kind: str = "kernel"
     largest: Callable[[Shapes], dict[str, tuple[int, ...]]] | None = None
+    reduction: Callable[[Shapes], int] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -112,6 +112,7 @@ ENTRIES = (
         reference=lambda s, x, w: attention(x["q"], x["k"], x["v"], causal=s["mode"] == "prefill"),
         check=lambda s: require_divisible("attention", s, "n_heads", "n_kv_heads"),
         largest=lambda s: {"scores": attention_scores_shape(s, s["n_heads"])},
+        reduction=lambda s: max(s["seq"], s["head_dim"]),  # scores over head_dim, softmax and values over seq
         layout=(
             "reference and PyTorch: [batch, heads, seq, head_dim]; JAX (jax.nn.dot_product_attention layout): "
             "[batch, seq, heads, head_dim] = x.transpose(0,2,1,3), output transposed back"

@@ -35,7 +35,7 @@ def log_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
-def _unary(name, description, fn, extra=()):
+def _unary(name, description, fn, extra=(), reduces=False):
     return Entry(
         name=name,
         description=description,
@@ -43,6 +43,7 @@ def _unary(name, description, fn, extra=()):
         inputs=lambda s: {"x": TensorSpec((s["m"], s["n"]), std=2.0)},
         weights=no_weights,
         reference=fn,
+        reduction=(lambda s: s["n"]) if reduces else None,  # a softmax sums its row
     )
 
 
@@ -68,6 +69,6 @@ ENTRIES = (
         extra=(Param("approximate", "none", "erf form or tanh form", choices=("none", "tanh")),),
     ),
     _unary("silu", "x * sigmoid(x), also called swish", lambda s, x, w: silu(x["x"])),
-    _unary("softmax", "numerically stable softmax over the last axis", lambda s, x, w: softmax(x["x"])),
-    _unary("log_softmax", "log of softmax over the last axis", lambda s, x, w: log_softmax(x["x"])),
+    _unary("softmax", "numerically stable softmax over the last axis", lambda s, x, w: softmax(x["x"]), reduces=True),
+    _unary("log_softmax", "log of softmax over the last axis", lambda s, x, w: log_softmax(x["x"]), reduces=True),
 )

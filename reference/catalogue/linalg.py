@@ -25,6 +25,7 @@ MATMUL = Entry(
     weights=no_weights,
     reference=_matmul,
     largest=lambda s: {"output": (s["m"], s["n"])},
+    reduction=lambda s: s["k"],
 )
 
 BATCHED_MATMUL = Entry(
@@ -38,6 +39,7 @@ BATCHED_MATMUL = Entry(
     weights=no_weights,
     reference=_matmul,
     largest=lambda s: {"output": (s["batch"], s["heads"], s["m"], s["n"])},
+    reduction=lambda s: s["k"],
 )
 
 LINEAR = Entry(
@@ -48,6 +50,7 @@ LINEAR = Entry(
     weights=lambda s: {"weight": weight((s["n"], s["k"]), s["k"]), "bias": bias((s["n"],))},
     reference=lambda s, x, w: x["x"] @ w["weight"].T + w["bias"],
     largest=lambda s: {"output": (s["m"], s["n"])},
+    reduction=lambda s: s["k"],
     layout="weight is [out, in] (PyTorch); the JAX kernel is its transpose [in, out]",
 )
 
@@ -105,6 +108,7 @@ CONV2D = Entry(
     reference=conv2d_reference,
     check=_conv_check,
     largest=_conv_largest,
+    reduction=lambda s: s["c_in"] * s["kernel"] ** 2,  # a window of every input channel
     layout=(
         "reference and PyTorch: x NCHW, weight OIHW; JAX: x NHWC = x.transpose(0,2,3,1), "
         "kernel HWIO = weight.transpose(2,3,1,0), output back with y.transpose(0,3,1,2)"

@@ -158,6 +158,7 @@ ENTRIES = (
         weights=lambda s: mlp_weights(s["d_model"], s["d_ff"], s["kind"]),
         reference=lambda s, x, w: mlp(x["x"], w, s["kind"]),
         largest=lambda s: {"hidden": (s["m"], s["d_ff"]), "output": (s["m"], s["d_model"])},
+        reduction=lambda s: max(s["d_model"], s["d_ff"]),
     ),
     Entry(
         name="moe",
@@ -174,6 +175,7 @@ ENTRIES = (
         reference=lambda s, x, w: moe(x["x"], w, s["n_experts"], s["top_k"]),
         check=_moe_check,
         largest=lambda s: {"hidden": (s["n_experts"], s["m"], s["d_ff"]), "routing": (s["m"], s["n_experts"])},
+        reduction=lambda s: max(s["d_model"], s["d_ff"], s["n_experts"]),
         condition=separate_router_choices,
     ),
 )

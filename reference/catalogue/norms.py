@@ -34,6 +34,7 @@ ENTRIES = (
         weights=lambda s: {"weight": gain((s["d"],)), "bias": bias((s["d"],))},
         reference=lambda s, x, w: layernorm(x["x"], w["weight"], w["bias"], LAYERNORM_EPS),
         layout="weight is nnx.LayerNorm's scale",
+        reduction=lambda s: s["d"],
     ),
     Entry(
         name="rmsnorm",
@@ -43,6 +44,7 @@ ENTRIES = (
         weights=lambda s: {"weight": gain((s["d"],))},
         reference=lambda s, x, w: rmsnorm(x["x"], w["weight"], RMSNORM_EPS),
         layout="weight is nnx.RMSNorm's scale",
+        reduction=lambda s: s["d"],
     ),
 )
 

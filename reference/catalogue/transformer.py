@@ -199,6 +199,17 @@ def _decoder_reference(name):
     return reference
 
 
+def _reduction(name):
+    """A block's or decoder's longest sum: a projection over d_model, the MLP's down-projection over
+    d_ff, attention over head_dim and the sequence."""
+
+    def reduction(s):
+        cfg = config_for(name, s)
+        return max(cfg.d_model, cfg.d_ff, cfg.head_dim or cfg.d_model // cfg.n_heads, s["seq"])
+
+    return reduction
+
+
 def _largest(name):
     """A block's or decoder's largest tensors: the attention scores, the K/V heads repeated to the
     query heads (grouped-query attention), the MLP's hidden layer, the caches it returns and, in a
@@ -252,6 +263,7 @@ BLOCK = Entry(
     reference=_block_reference,
     check=_check_heads("block"),
     largest=_largest("block"),
+    reduction=_reduction("block"),
     layout="returns (y, k_cache, v_cache): the cache after this step (prefill fills it, decode appends one token)",
     kind="kernel",
 )
@@ -273,6 +285,7 @@ DECODER = Entry(
     reference=_decoder_reference("decoder"),
     check=_check_heads("decoder"),
     largest=_largest("decoder"),
+    reduction=_reduction("decoder"),
 )
 
 
@@ -296,6 +309,7 @@ def model_entry(cfg: ModelConfig) -> Entry:
         reference=_decoder_reference(cfg.name),
         check=_check_positions(cfg.name),
         largest=_largest(cfg.name),
+        reduction=_reduction(cfg.name),
         kind="model",
     )
 
