@@ -226,33 +226,42 @@ def measured_time_s(row: Row, target) -> float:
     return row.measured if row.unit == "s" else row_amount(row, target) / row.measured
 
 
-def refit(target) -> dict[str, float]:
-    """Recompute the target's fitted values from the rows they cite (formulas in the module doc)."""
+def refit(target, used: list | None = None) -> dict[str, float]:
+    """Recompute the target's fitted values from the rows they cite (formulas in the module doc);
+    `used`, when given, receives every row a value was fitted on (its in-sample rows)."""
+    used = [] if used is None else used
     from hardware_models.estimate import estimate
     from hardware_models.target import get_target
 
     cited = {key: q.calibration_row for key, q in target.quantities.items() if q.calibration_row}
     rows = {(r.id, r.target): r for r in ROWS}
-    out = {key: rows[(row, target.name)].measured for key, row in cited.items()
-           if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"}
+    direct = [(key, rows[(row, target.name)]) for key, row in cited.items()
+              if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"]
+    used.extend(r for _, r in direct)
+    out = {key: r.measured for key, r in direct}
     if "fitted.hbm_efficiency" in cited:
         row = rows[(cited["fitted.hbm_efficiency"], target.name)]
+        used.append(row)
         out["fitted.hbm_efficiency"] = row.measured / target.main_memory_bytes_per_s
     if "schedule.launch_overhead_s" in cited:
         h100 = get_target("h100")
         small = next(r for r in ROWS if r.id == cited["schedule.launch_overhead_s"] and r.size == 65536)
+        used.append(small)
         out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100.main_memory_bytes_per_s * h100["fitted.hbm_efficiency"])
     if "schedule.gemm_overhead_s" in cited:  # fitted on an H100's row, carried over to the other GPUs
         h100 = get_target("h100")
         row = rows[(cited["schedule.gemm_overhead_s"], h100.name)]
+        used.append(row)
         rest_s = estimate(row_module(row), h100).total.time_s - h100["schedule.gemm_overhead_s"]
         out["schedule.gemm_overhead_s"] = measured_time_s(row, h100) - rest_s
     if "fitted.flash_attention_fraction" in cited:  # fitted on an H100's row, carried over to the other GPUs
         h100 = get_target("h100")
         row = rows[(cited["fitted.flash_attention_fraction"], h100.name)]
+        used.append(row)
         out["fitted.flash_attention_fraction"] = row.measured / h100["peak.bf16_flop_per_s"]
     if "fitted.gemm_efficiency" in cited:
         row = rows[(cited["fitted.gemm_efficiency"], target.name)]
+        used.append(row)
         at_one = target.with_overrides({"fitted.gemm_efficiency": 1.0})
         launch = out.get("schedule.launch_overhead_s", target["schedule.launch_overhead_s"])
         overhead = target.get("schedule.gemm_overhead_s") or 0.0  # a family without it has none
@@ -262,12 +271,25 @@ def refit(target) -> dict[str, float]:
     return out
 
 
+def fitted_rows(targets: dict) -> list[Row]:
+    """Every row some target's fitted value was fitted on (in sample); the others are held out."""
+    used: list[Row] = []
+    for target in targets.values():
+        if any(q.tag == "F" for q in target.quantities.values()):
+            refit(target, used)
+    return used
+
+
 def check(targets: dict) -> list[dict]:
-    """Every modelled row: measured, predicted and the relative error."""
+    """Every modelled row: measured, predicted, the relative error, and whether the row is in
+    sample (a fitted value of its target was fitted on it) or out of sample (held out)."""
+    fitted = fitted_rows(targets)
     results = []
     for row in ROWS:
-        predicted = predict(row, targets[row.target])
+        target = targets[row.target]
+        predicted = predict(row, target)
         results.append({"id": row.id, "target": row.target, "workload": f"{row.workload} {row.size} {row.dtype}",
                         "unit": row.unit, "measured": row.measured, "predicted": predicted,
-                        "error": predicted / row.measured - 1})
+                        "error": predicted / row.measured - 1,
+                        "sample": "in" if any(r is row for r in fitted) else "out"})
     return results

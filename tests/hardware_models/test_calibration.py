@@ -16,13 +16,34 @@ GPUS = ("a100", "h100", "h200")
 FITTED = (*GPUS, "spyre")
 
 
-@pytest.mark.parametrize("result", check(load_targets()), ids=lambda r: f"{r['id']}-{r['target']}-{r['workload']}")
-def test_model_reproduces_each_measured_row_within_15_percent(result):
+RESULTS = check(load_targets())
+
+
+@pytest.mark.parametrize("result", [r for r in RESULTS if r["sample"] == "out"],
+                         ids=lambda r: f"out-of-sample-{r['id']}-{r['target']}-{r['workload']}")
+def test_model_predicts_each_held_out_row_within_15_percent(result):
+    """Rows no fitted value was fitted on (G24, G25, G29, G36 on the H200, G41's 1 GiB add): the
+    model's own prediction, measured against a figure it never saw."""
     assert abs(result["error"]) <= 0.15, result
 
 
+@pytest.mark.parametrize("result", [r for r in RESULTS if r["sample"] == "in"],
+                         ids=lambda r: f"in-sample-{r['id']}-{r['target']}-{r['workload']}")
+def test_in_sample_rows_are_reproduced_within_15_percent_a_regression_guard(result):
+    """Rows a fitted value was fitted on reproduce by construction (to rounding, or to the fit's
+    other terms); this guards against a change that breaks the model's use of its own fits."""
+    assert abs(result["error"]) <= 0.15, result
+
+
+def test_some_rows_are_held_out_and_every_row_is_named_in_or_out_of_sample():
+    samples = [r["sample"] for r in RESULTS]
+    assert set(samples) == {"in", "out"} and samples.count("out") >= 5
+
+
 @pytest.mark.parametrize("name", FITTED)
-def test_fitted_values_refit_from_the_rows_they_cite(name):
+def test_fitted_values_refit_from_the_rows_they_cite_a_regression_guard(name):
+    """Recomputes each F value from its row: it fails when a target file's value drifts from what
+    its row gives (a regression guard, not a check of accuracy: that is the held-out rows')."""
     target = get_target(name)
     fitted = refit(target)
     assert set(fitted) == {key for key, q in target.quantities.items() if q.tag == "F"}

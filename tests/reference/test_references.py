@@ -46,6 +46,22 @@ def test_rope_is_a_rotation_and_preserves_norms():
     np.testing.assert_allclose(np.linalg.norm(apply_rope(x, cos, sin), axis=-1), np.linalg.norm(x, axis=-1))
 
 
+def test_rope_rotates_each_pair_by_its_angle_in_the_hf_orientation_computed_by_hand():
+    """head_dim 4, theta 100: pairs (x0, x2) and (x1, x3) turn by p * 100^0 = p and p * 100^(-1/2)
+    = p / 10 radians, counter-clockwise: x0' = x0 cos - x2 sin, x2' = x2 cos + x0 sin (HF Llama's
+    rotate_half([x1, x2]) = [-x2, x1]). A sign flip or a swapped half fails this; norms and
+    relative positions cannot see either."""
+    import math
+
+    x = np.array([1.0, 2.0, 3.0, 4.0]).reshape(1, 1, 1, 4)
+    p = 2
+    out = apply_rope(x, *rope_cos_sin([p], rope_inv_freq(4, 100.0))).ravel()
+    a, b = p * 1.0, p * 0.1
+    expected = [1 * math.cos(a) - 3 * math.sin(a), 2 * math.cos(b) - 4 * math.sin(b),
+                3 * math.cos(a) + 1 * math.sin(a), 4 * math.cos(b) + 2 * math.sin(b)]
+    np.testing.assert_allclose(out, expected, rtol=1e-15)
+
+
 def test_rope_scores_depend_only_on_relative_position():
     rng = np.random.default_rng(1)
     q, k = rng.standard_normal((1, 1, 1, 16)), rng.standard_normal((1, 1, 1, 16))

@@ -61,3 +61,25 @@ def test_loading_a_wrong_key_names_it():
     module = jax_side.build("linear", _shapes("linear", {}), "float32")
     with pytest.raises(WeightMismatch, match=r"missing \['weight'\], unexpected \['wieght'\]"):
         jax_side.load_weights(module, {"wieght": np.zeros((64, 64), np.float32), "bias": np.zeros(64, np.float32)})
+
+
+def test_a_known_non_symmetric_weight_gives_the_element_it_must_on_both_sides():
+    """linear with W = [[1, 2], [3, 4]] ([out, in], PyTorch's layout) and b = [10, 20]: x = [1, 0]
+    gives y = x W^T + b = [11, 23]. A round trip cannot see a transposition that both directions
+    make consistently; y[1] is 23 only if JAX's kernel is W^T (22 if W were loaded untransposed)."""
+    import jax.numpy as jnp
+    import jax_side
+    import pytorch_side
+    import torch
+
+    shapes = _shapes("linear", {"m": 1, "k": 2, "n": 2})
+    weights = {"weight": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "bias": np.array([10.0, 20.0], np.float32)}
+    x = np.array([[1.0, 0.0]], np.float32)
+    torch_module = pytorch_side.load_weights(pytorch_side.build("linear", shapes, "float32"), weights)
+    jax_module = jax_side.load_weights(jax_side.build("linear", shapes, "float32"), weights)
+    with torch.no_grad():
+        torch_y = torch_module(torch.from_numpy(x)).numpy()
+    jax_y = np.asarray(jax_module(jnp.asarray(x)))
+    assert torch_y[0, 1] == 23.0 and jax_y[0, 1] == 23.0
+    np.testing.assert_array_equal(torch_y, [[11.0, 23.0]])
+    np.testing.assert_array_equal(jax_y, [[11.0, 23.0]])
