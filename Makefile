@@ -38,9 +38,12 @@ demo: setup
 	$(BIN)/landscape compare --out out
 	@echo "report: out/report.html (open it from disk); HLO dumps, plans, rooflines, traces and report.json are under out/"
 
-# Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests.
+# Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests; their
+# examples come from HYPOTHESIS_SEED, new each run and printed: `make test HYPOTHESIS_SEED=N` replays one.
+HYPOTHESIS_SEED ?= $(shell date +%s)
 test: setup scalesim
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider
+	@echo "hypothesis seed $(HYPOTHESIS_SEED) (replay: make test HYPOTHESIS_SEED=$(HYPOTHESIS_SEED))"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider --hypothesis-seed=$(HYPOTHESIS_SEED)
 
 # The tests that need neither PyTorch nor JAX imported.
 test-core: setup

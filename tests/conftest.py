@@ -9,11 +9,11 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
 
-# ci: derandomized and bounded, so the whole suite fits its time budget on 2 cores.
+# ci: bounded, so the whole suite fits its time budget on 2 cores; the examples come from the
+# run's seed (`make test` passes a new one each run and prints it; --hypothesis-seed=N replays).
 settings.register_profile(
     "ci",
     max_examples=3,
-    derandomize=True,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -30,8 +30,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 def pytest_report_header(config):
     profile = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-    how = "derandomized: the same examples every run" if settings.default.derandomize else "random examples"
-    return f"hypothesis profile {profile!r} ({how}); a failure prints @reproduce_failure to replay it"
+    seed = config.getoption("hypothesis_seed", None)
+    how = f"seed {seed}: pytest --hypothesis-seed={seed} replays it" if seed is not None else "a random seed"
+    return f"hypothesis profile {profile!r} ({how}); a failure also prints @reproduce_failure to replay it"
 
 
 def pytest_configure(config):

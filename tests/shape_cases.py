@@ -1,4 +1,5 @@
-"""Shapes for property tests: odd sizes (1, 63, 65, 129) for every dimension, small structure.
+"""Shapes for property tests: odd sizes (1, 63, 65, 129) for every dimension, all alike
+(themed_shapes) or each different (mixed_shapes), small structure.
 
 Dimension parameters (widths, lengths, vocabularies) sweep the odd sizes that break tiling
 and padding code; structural parameters (batch, heads, layers, experts, kernel) stay small so
@@ -49,6 +50,22 @@ def themed_shapes(name: str, size: int) -> dict:
         out[p.name] = _valid(p, size)
     if name == "conv2d":  # spatial size stays small: the float64 reference convolves in numpy
         out["height"] = out["width"] = min(size, 17)
+    return out
+
+
+def mixed_shapes(name: str, offset: int) -> dict:
+    """Each dimension parameter at a different odd size: the i-th takes ODD_SIZES[(i + offset) % 4],
+    so a kernel that mixes up two extents (m for n, seq for head_dim) sees them differ; an
+    assignment the entry refuses (a tied pair of extents) falls back to themed_shapes."""
+    entry = CATALOGUE[name]
+    dims = [p for p in entry.params if not p.choices and p.name not in STRUCTURAL]
+    out = {p.name: _valid(p, ODD_SIZES[(i + offset) % len(ODD_SIZES)]) for i, p in enumerate(dims)}
+    if name == "conv2d":
+        out["height"] = out["width"] = min(out.get("height", 17), 17)
+    try:
+        entry.resolve(out)
+    except InvalidShape:
+        return themed_shapes(name, ODD_SIZES[offset % len(ODD_SIZES)])
     return out
 
 

@@ -9,10 +9,11 @@ answer quickly: `gemm`, `targets`, `kernels`, `estimate` with `--side jax` (abst
 torch), `stats`, `hlo`, `estimate` and `roofline` with `--from-file`, and `run` on small kernels
 at tiny sizes or at sizes it must refuse (never at sizes that would really allocate).
 
-Replaying a failure: the `ci` profile (tests/conftest.py) is derandomized, so every run draws the
-same examples; HYPOTHESIS_PROFILE=dev draws ten times as many, at random. In both, a failure
-names the command line and prints a `@reproduce_failure(...)` line that replays that example
-when pasted above the test; `--hypothesis-seed=N` makes a whole dev run repeatable.
+Replaying a failure: the `ci` profile (tests/conftest.py) draws its examples from the run's seed,
+which `make test` makes new each run and prints (`make test HYPOTHESIS_SEED=N` or
+`pytest --hypothesis-seed=N` replays the run); HYPOTHESIS_PROFILE=dev draws ten times as many. In
+both, a failure names the command line and prints a `@reproduce_failure(...)` line that replays
+that example when pasted above the test.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Both sides agree with the float64 reference, and with each other, for every swept entry.
 
-Odd sizes (1, 63, 65, 129) in every dimension and every dtype always run; hypothesis adds
+Odd sizes (1, 63, 65, 129) in every dimension, all alike and each different, and every choice
+(mode, style, GELU form, MLP kind) at odd sizes, in every dtype, always run; hypothesis adds
 random shapes and seeds on top (bounded by the `ci` profile).
 """
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from reference.agreement import check_agreement
 from reference.catalogue import CATALOGUE
 from reference.dtypes import FLOAT_DTYPES
-from tests.shape_cases import ODD_SIZES, SWEPT, shapes_for, themed_shapes
+from tests.shape_cases import ODD_SIZES, SWEPT, mixed_shapes, shapes_for, themed_shapes
 
 pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
@@ -51,16 +52,26 @@ def test_sides_agree_with_reference_at_odd_sizes(name, size, dtype, runners):
     _assert_agrees(check_agreement(name, themed_shapes(name, size), dtype, seed=size, runners=runners))
 
 
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("offset", [1, 2])
+@pytest.mark.parametrize("name", SWEPT)
+def test_sides_agree_with_each_dimension_at_a_different_odd_size(name, offset, dtype, runners):
+    _assert_agrees(check_agreement(name, mixed_shapes(name, offset), dtype, seed=offset, runners=runners))
+
+
 WITH_CHOICES = [n for n in SWEPT if any(p.choices for p in CATALOGUE[n].params)]
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("name", WITH_CHOICES)
-def test_every_choice_combination_agrees(name, dtype, runners):
+def test_every_choice_combination_agrees_at_defaults_and_at_odd_sizes(name, dtype, runners):
+    """Each combination of the entry's choices (mode, style, GELU form, MLP kind) at its defaults,
+    and at odd sizes that differ per dimension (rotated through the combinations)."""
     choice_params = [p for p in CATALOGUE[name].params if p.choices]
-    for values in itertools.product(*(p.choices for p in choice_params)):
+    for i, values in enumerate(itertools.product(*(p.choices for p in choice_params))):
         shapes = {p.name: v for p, v in zip(choice_params, values)}
         _assert_agrees(check_agreement(name, shapes, dtype, runners=runners))
+        _assert_agrees(check_agreement(name, {**mixed_shapes(name, i), **shapes}, dtype, seed=i, runners=runners))
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
