@@ -57,3 +57,24 @@ def _gemm(size):
 
     return gemm_module(size, size, size, "bf16")
 
+
+
+def test_bytes_per_level_of_a_gemm_with_a_fused_epilogue_by_hand_on_tpu_spyre_and_the_wafer():
+    """y = gelu(x @ w + b), x 65 x 63, w 63 x 129, bf16/f16 (2 B), derived level by level:
+    TPU (one MXU fusion): HBM reads x, w, b and writes y once; VMEM holds x once per 128-column
+    tile of the padded 256 output columns, w and b once, and y.
+    Spyre (matmul, then the epilogue): every row is read in 64-element sticks of 128 B (x: 65 rows
+    of 1 stick, w: 63 rows of 3, b: 3, y: 65 rows of 3); the GEMM's output stays in LX.
+    Wafer (one region): SRAM moves every op's operands and results; the fabric carries y on."""
+    x, w, b, y = 65 * 63 * 2, 63 * 129 * 2, 129 * 2, 65 * 129 * 2
+    _, (tpu,) = _placements(linear_gelu(65, 129, 63), "tpu-v5e")
+    assert tpu.at("hbm") == x + w + b + y == 41_472
+    assert tpu.at("vmem") == x * 2 + w + b + y == 49_662
+    _, (dot, epilogue) = _placements(linear_gelu(65, 129, 63), "spyre")
+    stick = 128
+    assert dot.at("lpddr5") == 65 * 1 * stick + 63 * 3 * stick == 32_512
+    assert epilogue.at("lpddr5") == 3 * stick + 65 * 3 * stick == 25_344
+    _, (wafer,) = _placements(linear_gelu(65, 129, 63), "wse-3")
+    add, logistic, multiply = 3 * y, 2 * y, 3 * y  # the broadcast bias is read at y's shape
+    assert wafer.at("sram") == (x + w + y) + add + logistic + multiply == 175_374
+    assert wafer.at("fabric") == y
