@@ -118,7 +118,7 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
         choices["layer split"] = layer_split_s(wafers)
     if streamable:
         choices["streamed"] = stream_s
-    strategy = min(choices, key=lambda k: (choices[k], list(choices).index(k))) if choices else "resident"  # first of equals
+    strategy = min(choices, key=choices.get) if choices else "resident"  # the first of equals: pipeline, layer split, streamed
     streaming = strategy == "streamed"
     if strategy == "resident":
         mode = "resident on one wafer"
