@@ -176,6 +176,8 @@ def test_a_closed_stdout_ends_with_141():
 
 
 _SLOW_RUN = textwrap.dedent("""
+    import signal  # SIGINT at its default, as at a terminal: a suite started with `&` or nohup passes it down ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     import sys, time
     from landscape import cli
     def slow(case):
@@ -186,18 +188,10 @@ _SLOW_RUN = textwrap.dedent("""
 """)
 
 
-def _interruptible():
-    """In the child: SIGINT at its default, as at a terminal. A suite started in the background
-    (`make test &`, nohup) passes SIGINT down ignored, and the CLI rightly keeps an ignored signal
-    ignored, so the child would sleep through the test's SIGINT."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "landscape: interrupted"),
                                               (signal.SIGTERM, 143, "landscape: terminated")])
 def test_sigint_and_sigterm_print_one_line_and_exit_130_and_143(sig, code, line):
-    with subprocess.Popen([sys.executable, "-c", _SLOW_RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          preexec_fn=_interruptible) as proc:
+    with subprocess.Popen([sys.executable, "-c", _SLOW_RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr.readline().strip() == "ready"
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == code
@@ -205,6 +199,8 @@ def test_sigint_and_sigterm_print_one_line_and_exit_130_and_143(sig, code, line)
 
 
 _SLOW_COMPARE = textwrap.dedent("""
+    import signal  # SIGINT at its default, as at a terminal: a suite started with `&` or nohup passes it down ignored
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     import sys, time
     from pathlib import Path
     import landscape.report, landscape.workload
@@ -224,7 +220,7 @@ _SLOW_COMPARE = textwrap.dedent("""
 def test_a_report_interrupted_while_written_leaves_nothing_behind(tmp_path, sig, code):
     """The staging folder DIR.tmp-PID and the lock DIR.lock go; DIR never appears half-written."""
     with subprocess.Popen([sys.executable, "-c", _SLOW_COMPARE, str(tmp_path / "out")], cwd=ROOT,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_interruptible) as proc:
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         assert proc.stderr.readline().strip() == "ready"
         assert {p.name for p in tmp_path.iterdir()} == {"out.lock", f"out.tmp-{proc.pid}"}
         proc.send_signal(sig)
