@@ -66,3 +66,29 @@ def test_max_batch_refuses_when_no_sequence_fits_and_on_sram_targets():
         max_batch(h100, 1, int(h100.usable_main_memory_bytes), 1, 8)
     with pytest.raises(InvalidShape, match="wafers are added as it grows.*give --batch N, an integer >= 1"):
         max_batch(get_target("wse-3"), 1, 1, 1, 8)
+
+
+def test_predict_of_a_program_costed_by_hand_equals_the_hand_computation():
+    """A stand-in model whose every kernel is one f32 add on an H100, costed by hand from the
+    target file: t = 3 x 4 B x n / (HBM bandwidth x hbm_efficiency) + launch overhead. Prefill
+    adds 2^20 elements; a decode step at cache length L adds 1024 L (a step that reads its cache),
+    so the step time is linear in L and the integrated decode is exact:
+    decode = sum over L = 129..256 of t(1024 L), per-user rate = 128 / decode."""
+    from hardware_models.predict import predict_inference
+    from hardware_models.target import get_target
+    from tests.hardware_models.programs import elementwise
+
+    h100 = get_target("h100")
+    bw = h100["levels.hbm.bytes_per_s"] * h100["fitted.hbm_efficiency"]
+
+    def t(n):
+        return 3 * 4 * n / bw + h100["schedule.launch_overhead_s"]
+
+    decodes = [(length, elementwise(1024 * length, "f32")) for length in decode_lengths(128, 129)]
+    p = predict_inference(elementwise(1 << 20, "f32"), decodes, h100, model="stand-in", batch=1, input_len=128,
+                          output_len=129, kv_cache_bytes=0)
+    decode = sum(t(1024 * length) for length in range(129, 257))
+    assert p.ttft_s == pytest.approx(t(1 << 20), rel=1e-12)
+    assert p.decode_total_s == pytest.approx(decode, rel=1e-12)
+    assert p.tokens_per_s_per_user == pytest.approx(128 / decode, rel=1e-12)
+    assert p.throughput_tokens_per_s == pytest.approx(129 / (t(1 << 20) + decode), rel=1e-12)
