@@ -78,3 +78,31 @@ def test_report_json_holds_one_comparison_per_phase_with_its_workload(written):
     assert [c["workload"]["phase"] for c in data["comparisons"]] == ["prefill", "decode"]
     assert data["comparisons"][0]["target_details"]["h100"]["kind"] == "NVIDIA GPU"
     assert data["comparisons"][0]["workload"]["dtype"] == "bfloat16"
+
+
+def test_the_report_of_a_block_repeated_four_times_carries_every_repeat(tmp_path):
+    """A regional program (a GEMM and an exp, called 4 times) on every family: in report.json each
+    result's time by kind sums to its time, and its bytes per level and time are the estimate's
+    totals (every repeat counted), not one call's."""
+    from hardware_models.compare import compare_lowerings
+    from hardware_models.estimate import estimate
+    from landscape.workload import plan_workloads
+    from reference.lowering import Lowering
+    from tests.hardware_models.cost.test_wafer import _stack
+
+    module = _stack(4, 65, width=129)
+    targets = ["h100", "tpu-v5e", "spyre", "groq-lpu", "wse-3"]
+    sides = {s: Lowering(s, "stack", {"stablehlo": "// stack"}, module) for s in ("torch", "jax")}
+    (workload,) = plan_workloads(None, {"mode": "prefill"}, "bfloat16")
+    result = compare_lowerings(sides["torch"], sides["jax"], targets, "stack", workload=workload.to_dict())
+    write_report([(result, sides)], [get_target(t) for t in targets], str(tmp_path))
+    (comparison,) = json.loads((tmp_path / "report.json").read_text())["comparisons"]
+    assert len(comparison["results"]) == 2 * len(targets)
+    for r in comparison["results"]:
+        total = estimate(module, get_target(r["target"])).total
+        assert sum(r["time_by_kind_s"].values()) == pytest.approx(r["time_s"], rel=1e-9), r["target"]
+        assert r["time_s"] == pytest.approx(total.time_s, rel=1e-9), r["target"]
+        assert r["bytes"] == dict(total.bytes), r["target"]
+    one = estimate(_stack(1, 65, width=129), get_target("h100")).total
+    h100 = next(r for r in comparison["results"] if r["target"] == "h100")
+    assert h100["bytes"]["hbm"] == 4 * dict(one.bytes)["hbm"]  # nothing outside the block: 4 calls, 4x the bytes
