@@ -137,6 +137,9 @@ def _silence_stdout() -> None:
 
 
 def _say(line: str) -> None:
+    """One line on stderr: a character that is not printable (a carriage return or an escape in a
+    user's value, echoed back by a message) is written escaped, as repr writes it, so the line stays one."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
     with contextlib.suppress(OSError, ValueError, AttributeError):
         click.echo(line, err=True)
 

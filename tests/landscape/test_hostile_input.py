@@ -31,6 +31,9 @@ BAD_INPUTS = {
     "--trace under /proc": (["estimate", "mlp", "--target", "groq-lpu", "--trace", "/proc/x.json"], "cannot create files in /proc"),
     "--out under a file": (["compare", "mlp", "--out", "README.md/sub"], "README.md is a file"),
     "roofline under a file": (["roofline", "mlp", "--target", "h100", "--out", "README.md/r.svg"], "README.md is a file"),
+    # two lines on stderr: a control character in a value, echoed back (a seeded fuzz run found it)
+    "a carriage return as --array": (["gemm", "1", "1", "1", "--array", "\r"], "array=\\r is invalid; expected ROWSxCOLS"),
+    "a newline as --array": (["gemm", "1", "1", "1", "--array", "1\n2"], "array=1\\n2 is invalid"),
     # silent wrong answers
     "llama-2-7b beyond its context": (["predict", "--model", "llama-2-7b", "--target", "h100", "--input-len", "5000"],
                                       "5,256 tokens exceeds its context of 4,096"),
