@@ -33,6 +33,8 @@ def constant_values(ops: tuple[PlannedOp, ...]) -> set[str]:
     loop or return), which the targets' compilers fold into the ops that read them."""
     constant: set[str] = set()
     for p in ops:
+        if not p.op.known:  # an opaque op is a host fallback, never folded at compile time
+            continue
         if p.op.short_name in ("constant", "iota") or (
                 p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
             constant.update(p.results)
@@ -41,7 +43,7 @@ def constant_values(ops: tuple[PlannedOp, ...]) -> set[str]:
 
 def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
-    return p.op.short_name not in VIEWS | FREE and p.index not in graph.layout_views
+    return not (p.op.known and p.op.short_name in VIEWS | FREE) and p.index not in graph.layout_views
 
 
 def is_fallback_op(p: PlannedOp) -> bool:
@@ -93,7 +95,7 @@ class ValueGraph:
                     self.types.setdefault(value, typ)
                     self.consumers.setdefault(value, []).append(p.index)
                 continue
-            if p.op.short_name in VIEWS and p.operands:
+            if p.op.short_name in VIEWS and p.op.known and p.operands:
                 self.view_ops.add(p.index)
                 for value in p.results:
                     self.alias[value] = p.operands[0]

@@ -31,13 +31,13 @@ def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, .
     def walk(ops, instance: str, repeats: int) -> None:
         for position, op in enumerate(ops):
             short = op.short_name
-            if short == "call":
+            if short == "call" and op.known and op.callee:  # an unknown dialect's "foo.call" stays opaque
                 child = f"{instance}/{position}:{op.callee}"
                 binds = () if op.trip_count else tuple(
                     (f"{child}{name}", f"{instance}{operand}") for (name, _), operand in zip(module.function(op.callee).args, op.operands))
                 planned.append(PlannedOp(len(planned), op, instance, repeats, child if not op.trip_count else "", binds))
                 walk(module.function(op.callee).ops, child, repeats * (op.trip_count or 1))
-            elif short == "while":
+            elif short == "while" and op.known:
                 planned.append(PlannedOp(len(planned), op, instance, repeats))
                 if op.trip_count is None:
                     notes.append(f"a while loop in {instance} has no static trip count; its body counts once")
@@ -197,7 +197,7 @@ def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
     arguments, and a called function's arguments bound to them (a regional block's weights)."""
     params = {f"main{name}" for name, _ in module.main.args}
     for p in plan.ops:
-        if p.op.short_name != "call" or p.index + 1 >= len(plan.ops):
+        if p.op.short_name != "call" or not p.op.callee or p.index + 1 >= len(plan.ops):
             continue
         child = plan.ops[p.index + 1].instance  # expand_workload puts the callee's ops right after the call
         for (name, _), operand in zip(module.function(p.op.callee).args, p.operands):

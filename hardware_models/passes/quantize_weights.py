@@ -41,7 +41,7 @@ def _function(fn: Function, element: str, quantized_args: set[str]) -> tuple[Fun
         elif kind == "data_movement" and op.operands and op.operands[0] in narrowed:
             result_types = tuple(_narrow(t, element) for t in result_types)
             narrowed.update(op.results)
-        if op.short_name == "call":
+        if op.short_name == "call" and op.callee:
             bound.setdefault(op.callee, set()).update(i for i, v in enumerate(op.operands) if v in narrowed)
         ops.append(replace(op, operand_types=operand_types, result_types=result_types))
     return replace(fn, args=args, ops=tuple(ops)), bound

@@ -89,3 +89,21 @@ def test_a_blocks_result_its_caller_never_reads_is_not_written():
     (kernel,) = [g for g in est.groups if g.kind == "fusion"]
     assert kernel.repeats == 3
     assert dict(kernel.cost.bytes)["hbm"] == 2 * 63 * 65 * 2  # x in, h out; k stays in registers
+
+
+@pytest.mark.parametrize("name", ["foo.call", "foo.while", "foo.reshape", "foo.constant"])
+def test_an_unknown_dialects_op_named_like_a_known_one_is_a_costed_host_fallback(name):
+    """`"foo.call"` has no callee and `"foo.reshape"` is not a view: an op the importer does not
+    know is opaque whatever its short name, costed as a host fallback and reported, never a free
+    op or a call (a seeded fuzz run found "foo.call" raising KeyError: None)."""
+    from reference.ir import parse_stablehlo
+
+    x = t((4, 16), "f32")
+    module = parse_stablehlo(
+        f"func.func @main(%a: {x}) -> {x} {{\n  %0 = stablehlo.tanh %a : {x}\n"
+        f'  %u = "{name}"(%0) : ({x}) -> {x}\n  return %u : {x}\n}}\n')
+    for target in ("h100", "tpu-v5e", "spyre", "groq-lpu", "wse-3"):
+        est = estimate(module, target)
+        fallbacks = [g for g in est.groups if g.kind == "fallback"]
+        assert len(fallbacks) == 1 and fallbacks[0].cost.time_s > 0, target
+        assert any("host fallbacks" in note for note in est.notes), target
