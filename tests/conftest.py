@@ -10,7 +10,8 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 from hypothesis import HealthCheck, settings  # noqa: E402
 
 # ci: bounded, so the whole suite fits its time budget on 2 cores; the examples come from the
-# run's seed (`make test` passes a new one each run and prints it; --hypothesis-seed=N replays).
+# run's seed (`make test` passes the commit's, so each commit draws new examples, and prints it;
+# --hypothesis-seed=N replays).
 settings.register_profile(
     "ci",
     max_examples=3,

@@ -10,7 +10,7 @@ torch), `stats`, `hlo`, `estimate` and `roofline` with `--from-file`, and `run` 
 at tiny sizes or at sizes it must refuse (never at sizes that would really allocate).
 
 Replaying a failure: the `ci` profile (tests/conftest.py) draws its examples from the run's seed,
-which `make test` makes new each run and prints (`make test HYPOTHESIS_SEED=N` or
+which `make test` takes from the commit (new examples for every commit) and prints (`make test HYPOTHESIS_SEED=N` or
 `pytest --hypothesis-seed=N` replays the run); HYPOTHESIS_PROFILE=dev draws ten times as many. In
 both, a failure names the command line and prints a `@reproduce_failure(...)` line that replays
 that example when pasted above the test.
