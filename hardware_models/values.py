@@ -137,7 +137,7 @@ class ValueGraph:
             buffer = p.operands[0]
             root = self.root(buffer)
             made_by = ops[self.producer[root]].op.short_name if root in self.producer else None
-            if self.consumers.get(buffer) != [p.index] or self.users(root) != [p.index] or root in self.splat or made_by in ("constant", "iota"):
+            if self.consumers.get(buffer) != [p.index] or self.users(root) != [p.index] or made_by in ("constant", "iota"):
                 continue
             self.in_place[p.results[0]] = p.operands[position]
             self.alias[p.results[0]] = buffer

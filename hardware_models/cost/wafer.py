@@ -73,22 +73,34 @@ def _first_chunk_s(row: Cost) -> float:
     return max(row.time_s, dict(row.memory_s).get("memoryx", 0.0))
 
 
+def _transfer(target: Target, label: str, wafers: int, hidden: int) -> tuple[float, int]:
+    """(latency, bytes each wafer sends) of one transfer: a pipeline's hop sends the hidden state
+    to the next wafer; a layer split's exchange is a ring all-reduce among the W wafers, 2 (W - 1)
+    steps of a hop's latency and 1/W of the hidden state each."""
+    hop = target["schedule.wafer_hop_latency_s"]
+    if label == "layer exchange":
+        steps = 2 * (wafers - 1)
+        return steps * hop, steps * ceil_div(hidden, wafers)
+    return hop, hidden
+
+
 def hop_seconds(target: Target, hidden: int) -> float:
     """One hop of a pipeline of wafers: the hidden state to the next wafer."""
-    return target["schedule.wafer_hop_latency_s"] + hidden / target["interconnect.system_io_bytes_per_s"]
+    latency, sent = _transfer(target, "wafer hop", 2, hidden)
+    return latency + sent / target["interconnect.system_io_bytes_per_s"]
 
 
 def exchange_seconds(target: Target, wafers: int, hidden: int) -> float:
-    """One all-reduce of the hidden state among the W wafers a layer is split over, as a ring:
-    2 (W - 1) steps, each a hop's latency and 1/W of the hidden state over a system's I/O."""
-    steps = 2 * (wafers - 1)
-    return steps * (target["schedule.wafer_hop_latency_s"] + hidden / wafers / target["interconnect.system_io_bytes_per_s"])
+    """One all-reduce of the hidden state among the W wafers a layer is split over (_transfer)."""
+    latency, sent = _transfer(target, "layer exchange", wafers, hidden)
+    return latency + sent / target["interconnect.system_io_bytes_per_s"]
 
 
 def _latency(group: Group, target: Target, plan: Plan | None = None) -> float:
-    if group.label == "layer exchange" and plan is not None:
-        return 2 * (plan.partition.chips - 1) * target["schedule.wafer_hop_latency_s"]
-    return target["schedule.wafer_hop_latency_s" if group.kind == "transfer" else "schedule.region_latency_s"]
+    if group.kind != "transfer":
+        return target["schedule.region_latency_s"]
+    wafers = plan.partition.chips if plan is not None and plan.partition else 2
+    return _transfer(target, group.label, wafers, 0)[0]
 
 
 def _one_row(plan: Plan, group: Group, target: Target, full: Cost, chunks: int) -> Cost:
@@ -144,9 +156,7 @@ def _pass_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost
     """A kernel's (or a wafer hop's) time for the whole pass, one region after another."""
     io = target["interconnect.system_io_bytes_per_s"]
     if group.kind == "transfer":  # a pipeline's hop, or an exchange of a layer split over wafers
-        hidden, wafers = plan.partition.hidden_bytes, plan.partition.chips
-        latency = _latency(group, target, plan)
-        sent = 2 * (wafers - 1) * ceil_div(hidden, wafers) if group.label == "layer exchange" else hidden
+        latency, sent = _transfer(target, group.label, plan.partition.chips, plan.partition.hidden_bytes)
         link = sent / io
         return Cost(0, 0, 0.0, latency, latency + link, (("system_io", sent),), (("system_io", link),))
     placement = plan.placements[group.id]
