@@ -7,7 +7,7 @@ import os
 # Two host devices, so multi-chip code can be tested on a CPU (must precede importing jax).
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
-from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
 # ci: bounded, so the whole suite fits its time budget on 2 cores; the examples come from the
 # run's seed (`make test` passes the commit's, so each commit draws new examples, and prints it;
@@ -22,6 +22,13 @@ settings.register_profile(
 # dev: wider search for local runs (HYPOTHESIS_PROFILE=dev), at random.
 settings.register_profile(
     "dev", max_examples=40, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+# mutation: what `make mutation` runs under. The same few examples for every mutant
+# (derandomized), and no shrinking, so that a killed mutant fails fast and a survivor is a
+# survivor on every run.
+settings.register_profile(
+    "mutation", max_examples=3, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

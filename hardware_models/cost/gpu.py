@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from hardware_models.cost.attention import gpu_attention_cost
 from hardware_models.cost.model import Cost, roofline_cost
-from hardware_models.plan import Group, Plan, Tiling, group_work
+from hardware_models.plan import Group, Plan, Tiling, group_work, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.ir.graph import ELEMENT_BYTES
@@ -122,6 +122,6 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         if tiling.workspace_bytes:  # split-K's f32 partials, at the level pad_to_tiles put them
             bytes_[tiling.workspace_level] = bytes_.get(tiling.workspace_level, 0) + tiling.workspace_bytes
             memory_s[target.main_memory_level] = bytes_[target.main_memory_level] / hbm_rate(target)
-        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, compute_s + epilogue_s, bytes_, memory_s, busy_s, fixed_s)
+        return roofline_cost(flops, tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops, compute_s + epilogue_s, bytes_, memory_s, busy_s, fixed_s)
     compute_s = flops / vector_rate(target) + sfu_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

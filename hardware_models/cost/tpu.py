@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from hardware_models.cost.attention import tpu_attention_cost
 from hardware_models.cost.model import Cost, roofline_cost
-from hardware_models.plan import Group, Plan, group_work
+from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
 
@@ -63,6 +63,6 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
         busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
         vector_s += work.epilogue_flops / vpu_rate(target)
-        return roofline_cost(flops, tiling.padded_flops + work.epilogue_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
+        return roofline_cost(flops, tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
     compute_s = flops / vpu_rate(target) + vector_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

@@ -105,3 +105,65 @@ def test_a_streamed_pass_of_many_rows_waits_for_every_weight_to_stream_in_once()
     for chunks in (1, 64, 512):
         assert stream <= pipeline_seconds(module, plan, WSE3, chunks) <= 1.5 * stream, chunks
     assert stream <= estimate(module, WSE3, plan=plan).total.time_s <= 1.5 * stream
+
+
+def _three_kernels():
+    """A GEMM heavy in FLOPs, a row sum of its output heavy in bytes, and a second, smaller GEMM
+    of the same input: three regions, sized by different terms of their work."""
+    from reference.ir import parse_stablehlo
+
+    x, w1, w2, y, r = "tensor<1024x2048xf16>", "tensor<2048x2048xf16>", "tensor<2048x512xf16>", "tensor<1024x512xf16>", "tensor<1024xf16>"
+    return parse_stablehlo(
+        f"func.func @main(%x: {x}, %w1: {w1}, %w2: {w2}) -> ({r}, {y}) {{\n"
+        f"  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
+        f"  %0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {x}\n"
+        f"  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : ({x}, tensor<f16>) -> {r}\n"
+        f"  %2 = stablehlo.dot_general %x, %w2, contracting_dims = [1] x [0] : ({x}, {w2}) -> {y}\n"
+        f"  return %1, %2 : {r}, {y}\n}}\n")
+
+
+def test_regions_by_the_formula_weights_first_then_the_rest_by_each_kernels_slowest_term():
+    """region(g) = ceil(weights / (usable SRAM / PEs)) + floor(PEs left x work(g) / total work),
+    work(g) = max(FLOPs / (e x peak), SRAM bytes / SRAM bandwidth, sent bytes / fabric bandwidth),
+    from the target file's numbers; the weight PEs are the 8 MiB and 2 MiB matrices' own."""
+    from hardware_models.plan import group_outputs, group_work
+
+    module = _three_kernels()
+    plan = compile_plan(module, WSE3)
+    graph = plan.value_graph()
+    per_pe = 44e9 * 0.8 / 900_000
+    x = 1024 * 2048 * 2  # an argument too: the regions that read it hold it
+    weights = {0: x + 2048 * 2048 * 2, 1: 0, 2: x + 2048 * 512 * 2}
+    holding = {g: -(-b // per_pe) if b else 0 for g, b in weights.items()}
+    assert [(g.id, g.kind) for g in plan.groups] == [(0, "contraction"), (1, "fusion"), (2, "contraction")]
+
+    def work(g):
+        w = group_work(plan, module, g)
+        sent = sum(graph.nbytes(v) for v in group_outputs(plan, graph, g))
+        return max(w.flops / (0.5 * 125e15), w.bytes / 21e15, sent / 26.75e15)
+
+    demand = {g.id: work(g) for g in plan.groups}
+    left = 900_000 - sum(holding.values())
+    total = sum(demand.values())
+    expected = {g: max(1, int(holding[g] + (left * demand[g] / total) // 1)) for g in demand}
+    assert {g: r.pes for g, r in plan.regions.items()} == expected
+    assert {g: r.weight_bytes for g, r in plan.regions.items()} == weights
+    # the GEMM is sized by its FLOPs, the row sum by its bytes
+    assert demand[0] == pytest.approx(2 * 1024 * 2048 * 2048 / (0.5 * 125e15))
+    assert demand[1] == pytest.approx((1024 * 2048 + 1024) * 2 / 21e15)
+    assert plan.notes[-1] == f"{sum(holding.values()) / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work"
+
+
+def test_a_regional_blocks_regions_count_once_per_layer():
+    """Three layers of one block: each kernel's region is held three times over, so the weights'
+    PEs and the work shares are summed over repeats and the regions still fit the wafer."""
+    from tests.hardware_models.test_survivors import _regional
+
+    plan = compile_plan(_regional(3), WSE3)
+    kernels = [g for g in plan.groups if g.kind != "transfer"]
+    assert all(g.repeats == 3 for g in kernels)
+    used = sum(plan.regions[g.id].pes * g.repeats for g in kernels)
+    assert 900_000 - len(kernels) * 3 <= used <= 900_000
+    weight_pes = -(-128 * 128 * 2 // (44e9 * 0.8 / 900_000))
+    assert plan.notes[-2].endswith(f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work") or \
+        any(n == f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work" for n in plan.notes)

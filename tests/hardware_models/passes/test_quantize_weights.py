@@ -38,3 +38,49 @@ def test_an_8_bit_type_the_target_lacks_is_refused():
     with pytest.raises(UnsupportedDtype, match="'i8'"):
         estimate(quantize_weights(linear_gelu(8, 8, 8), "i8"), get_target("h100"))
     assert estimate(quantize_weights(linear_gelu(8, 8, 8), "i8"), get_target("tpu-v5e")).total.time_s > 0
+
+
+def test_a_called_blocks_arguments_bound_to_weights_narrow_and_its_data_movement_carries_the_type():
+    """A regional block (tests/hardware_models/test_survivors._regional): main's 16-bit weight
+    and input of rank 2 narrow; the block's arguments bound to them narrow too; its dot reads
+    both operands in i8; exp's result stays bf16 (an activation), and the transposes of it stay
+    bf16 as well, since only data movement of a narrowed value carries the type on."""
+    from reference.ir.graph import TensorType
+    from tests.hardware_models.test_survivors import _regional
+
+    module = _regional(3)
+    q = quantize_weights(module, "i8")
+    assert q.entry == module.entry and [f.name for f in q.functions] == [f.name for f in module.functions]
+    assert [t.dtype for _, t in q.main.args] == ["i8", "i8"]
+    block = q.function("block")
+    assert [t.dtype for _, t in block.args] == ["i8", "i8"]
+    dot, exp, t1, t2, _ = block.ops
+    assert [t.dtype for t in dot.operand_types] == ["i8", "i8"] and dot.result_types[0].dtype == "bf16"
+    assert exp.result_types[0].dtype == "bf16"
+    assert t1.operand_types[0].dtype == t1.result_types[0].dtype == t2.result_types[0].dtype == "bf16"
+    call = q.main.ops[0]
+    assert [t.dtype for t in call.operand_types] == ["i8", "i8"]
+    assert block.ops[0].result_types == (TensorType((64, 128), "bf16"),)
+
+
+def test_a_transpose_of_a_weight_is_narrowed_and_the_matmul_reading_it_too():
+    """w^T feeds the matmul: the transpose moves 8-bit data and produces 8-bit data; an f32
+    argument and a rank-1 bias stay as they are."""
+    from reference.ir import parse_stablehlo
+
+    x, w, wt, b, f = "tensor<4x8xbf16>", "tensor<16x8xbf16>", "tensor<8x16xbf16>", "tensor<16xbf16>", "tensor<4x16xf32>"
+    module = parse_stablehlo(
+        f"func.func @main(%x: {x}, %w: {w}, %b: {b}, %f: {f}) -> {f} {{\n"
+        f"  %0 = stablehlo.transpose %w, dims = [1, 0] : ({w}) -> {wt}\n"
+        f"  %1 = stablehlo.dot_general %x, %0, contracting_dims = [1] x [0] : ({x}, {wt}) -> tensor<4x16xbf16>\n"
+        f"  %2 = stablehlo.broadcast_in_dim %b, dims = [1] : ({b}) -> tensor<4x16xbf16>\n"
+        f"  %3 = stablehlo.add %1, %2 : tensor<4x16xbf16>\n"
+        f"  %4 = stablehlo.convert %3 : (tensor<4x16xbf16>) -> {f}\n"
+        f"  %5 = stablehlo.add %4, %f : {f}\n"
+        f"  return %5 : {f}\n}}\n")
+    q = quantize_weights(module, "f8E4M3FN")
+    assert [t.dtype for _, t in q.main.args] == ["f8E4M3FN", "f8E4M3FN", "bf16", "f32"]
+    transpose, dot, bcast, add = q.main.ops[:4]
+    assert transpose.operand_types[0].dtype == transpose.result_types[0].dtype == "f8E4M3FN"
+    assert [t.dtype for t in dot.operand_types] == ["f8E4M3FN", "f8E4M3FN"]
+    assert bcast.result_types[0].dtype == "bf16" and add.result_types[0].dtype == "bf16"

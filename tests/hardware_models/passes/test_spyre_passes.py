@@ -74,3 +74,58 @@ def test_an_intermediate_that_fits_stays_in_the_scratchpad_and_one_that_does_not
     big = compile_plan(chain(8192), SPYRE)  # 128 MiB: 4 MiB per core, more than LX
     first, second = (big.placements[g.id] for g in big.groups)
     assert dict(first.split)["spilled"] == 8192 * 8192 * 2 and not second.resident_inputs
+
+
+def _diamond(n):
+    """%0 = x @ w; %1 = %0 @ w; %2 = %1 + %0: %0 is read twice, so it must stay (or spill) across
+    the second matmul."""
+    x = t((n, n), "f16")
+    return program({"x": x, "w": x}, [
+        f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
+        f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
+        f"%2 = stablehlo.add %1, %0 : {x}",
+    ], "%2", x)
+
+
+def test_scratchpad_bytes_of_each_kernel_by_hand_when_everything_fits():
+    """256 x 256 f16, V = 131,072 B a value (whole sticks). g0 reads x and w from LPDDR5 (2V) and
+    keeps %0 in LX; g1 reads w (V), keeps %1 beside %0; g2 reads both from LX and writes the
+    result (V). LX carries every operand and result: 3V, 3V, 3V. g1's w may load while g0 computes
+(prefetchable, fire_kernels); the first kernel has none before it."""
+    V = 256 * 256 * 2
+    plan = compile_plan(_diamond(256), SPYRE)
+    got = [(dict(p.bytes), dict(p.split), len(p.resident_inputs)) for p in (plan.placements[g.id] for g in plan.groups)]
+    assert got == [
+        ({"lpddr5": 2 * V, "lx": 3 * V}, {"read": 2 * V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": 0}, 0),
+        ({"lpddr5": V, "lx": 3 * V}, {"read": V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": V}, 1),
+        ({"lpddr5": V, "lx": 3 * V}, {"read": 0, "write": V, "spilled": 0, "restickify": 0, "prefetchable": 0}, 2),
+    ]
+
+
+def test_a_value_that_does_not_fit_beside_what_lx_keeps_spills_and_is_read_back():
+    """3072 x 3072 f16, V = 18,874,368 B, 589,824 B a core over 32 cores. LX keeps at most
+    usable x (1 - buffer_fraction) = 1,625,293 x 0.5 = 812,646 B a core: %0 fits, %1 beside it
+    does not, so g1 writes %1 (spilled) and g2 reads it back; %0 stays resident throughout."""
+    V = 3072 * 3072 * 2
+    plan = compile_plan(_diamond(3072), SPYRE)
+    assert all(plan.divisions[g.id].cores == 32 for g in plan.groups)
+    assert V / 32 <= SPYRE["levels.lx.usable_bytes"] * 0.5 < 2 * V / 32
+    g0, g1, g2 = (plan.placements[g.id] for g in plan.groups)
+    assert dict(g0.split) == {"read": 2 * V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": 0}
+    assert dict(g1.split) == {"read": V, "write": V, "spilled": V, "restickify": 0, "prefetchable": V}
+    # %1 comes from the kernel just before: it cannot load while that kernel computes
+    assert dict(g2.split) == {"read": V, "write": V, "spilled": 0, "restickify": 0, "prefetchable": 0}
+    assert [len(p.resident_inputs) for p in (g0, g1, g2)] == [0, 1, 1]
+    assert dict(g1.bytes)["lpddr5"] == 2 * V
+
+
+def test_a_value_read_in_part_moves_its_share_of_its_padded_bytes():
+    """A slice of half the rows of a 64 x 130 f16 argument reads half its stick-padded bytes:
+    130 elements take 3 sticks a row, 64 x 3 x 128 B padded, half of it read."""
+    a, h = t((64, 130), "f16"), t((32, 130), "f16")
+    module = program({"a": a}, [f"%0 = stablehlo.slice %a [0:32, 0:130] : ({a}) -> {h}",
+                                f"%1 = stablehlo.negate %0 : {h}"], "%1", h)
+    plan = compile_plan(module, SPYRE)
+    (g,) = [g for g in plan.groups if g.kind != "transfer"]
+    split = dict(plan.placements[g.id].split)
+    assert split["read"] == 64 * 3 * 128 // 2 and split["write"] == 32 * 3 * 128
