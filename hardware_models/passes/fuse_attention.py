@@ -91,7 +91,7 @@ class _Matcher:
         """Layout, type and scale ops that lead to `value`, each read only inside the kernel, and
         the value the chain starts from (Q, K or V as main memory holds it)."""
         ops: set[int] = set()
-        while True:
+        for _ in range(len(self.plan.ops) + len(self.graph.alias) + 1):  # a chain is no longer than the program
             index = self.graph.producer.get(value)
             if (index is None or self.plan.ops[index].callee) and value in self.graph.alias:
                 value = self.graph.alias[value]  # through an inlined call (values.py)
@@ -106,11 +106,12 @@ class _Matcher:
                 return ops, value
             ops.add(index)
             value = variable[0]
+        return ops, value  # pragma: no mutate (not reached: every chain ends inside the loop)
 
     def output_chain(self, d2: int, inside: set[int]) -> set[int]:
         """Converts and transposes after D2 that only pass O on (each the sole reader of the last)."""
         ops, last = set(), d2
-        while True:
+        for _ in range(len(self.plan.ops)):  # a chain is no longer than the program
             readers = {u for v in self.plan.ops[last].results for u in self.graph.users(v)}
             if len(readers) != 1:
                 return ops
@@ -119,6 +120,7 @@ class _Matcher:
                 return ops
             ops.add(reader)
             last = reader
+        return ops  # pragma: no mutate (not reached: every chain ends inside the loop)
 
     def match(self, d2: int) -> tuple[set[int], dict] | None:
         p2 = self.plan.ops[d2]

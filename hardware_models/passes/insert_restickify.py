@@ -25,12 +25,12 @@ def physical_stick_dim(graph: ValueGraph, plan: Plan, value: str) -> int:
     if producer is None or value not in graph.alias:
         return rank - 1
     op = plan.ops[producer].op
-    source = graph.alias[value]
-    source_dim = physical_stick_dim(graph, plan, source)
     if op.short_name == "transpose":
-        return tuple(op.attr("permutation")).index(source_dim)
-    source_rank = len(graph.types[source].shape)
-    return rank - 1 if source_dim == source_rank - 1 else min(source_dim, rank - 1)
+        return tuple(op.attr("permutation")).index(physical_stick_dim(graph, plan, graph.alias[value]))
+    # Any other view (a reshape, a call's argument) keeps the last dimension: only a transpose
+    # moves the stick, and a transpose is a view only where contractions alone read it
+    # (ValueGraph.layout_views), so no other view's source is sticked elsewhere.
+    return rank - 1
 
 
 def required_stick_dims(op) -> tuple[int, int]:

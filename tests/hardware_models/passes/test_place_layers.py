@@ -167,3 +167,96 @@ def test_a_regional_blocks_regions_count_once_per_layer():
     weight_pes = -(-128 * 128 * 2 // (44e9 * 0.8 / 900_000))
     assert plan.notes[-2].endswith(f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work") or \
         any(n == f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work" for n in plan.notes)
+
+
+def _small_wafer():
+    """A WSE-3 of 100 kB SRAM (80 kB usable; set over the target file's): the 3-layer block's
+    147,456 B need 2 wafers, and a layer's 49,152 B fit one."""
+    return get_target("wse-3").with_overrides({"levels.sram.bytes": 100_000})
+
+
+def test_each_way_of_holding_the_weights_costed_by_hand_and_the_cheapest_chosen():
+    """Per pass, with the hidden state H = 16,384 B, hop latency h, I/O 150 GB/s:
+    a pipeline of 2 wafers: (2 - 1)(h + H / io); each layer split over 2: 6 exchanges of
+    2 (2 - 1)(h + ceil(H / 2) / io); streamed: 147,456 / io. Streaming is cheapest here."""
+    from tests.hardware_models.test_survivors import _regional
+
+    tgt = _small_wafer()
+    plan = compile_plan(_regional(3), tgt)
+    h, io, H = tgt["schedule.wafer_hop_latency_s"], 150e9, 16_384
+    from reference.units import format_seconds
+
+    costs = {"pipeline": h + H / io, "split": 6 * 2 * (h + H / 2 / io), "streamed": 147_456 / io}
+    assert plan.partition.mode == "streamed from MemoryX" and plan.partition.chips == 1
+    assert plan.notes[-3] == (
+        "weights streamed from MemoryX: 147 kB against 80.0 kB of usable SRAM a wafer; a pass costs "
+        f"{format_seconds(costs['pipeline'])} in a pipeline of wafers, {format_seconds(costs['split'])} with each layer split, "
+        f"{format_seconds(costs['streamed'])} streamed (chosen: streamed)")
+    assert [(g.kind, g.instance, g.repeats, g.label) for g in plan.groups if g.kind == "transfer"] == [
+        ("transfer", "main", 1, "row pipeline")]
+    assert {r.weight_bytes for r in plan.regions.values()} == {0}  # streamed: no region holds weights
+
+
+@pytest.mark.parametrize("chips,mode,transfer", [
+    (3, "split over 3 wafers, whole layers on each", ("wafer hop", 2)),
+    (4, "split over 4 wafers, each layer across all of them", ("layer exchange", 6)),
+    (128, "split over 128 wafers, each layer across all of them", ("layer exchange", 6)),
+])
+def test_forced_wafer_counts_pipeline_up_to_the_layers_then_split_each_layer(chips, mode, transfer):
+    """--chips 3: one layer a wafer, 2 hops a pass; 4 (more wafers than the 3 layers) or up to
+    128 (the 128-column weight matrix, one column a wafer): each layer split, 2 exchanges a layer.
+    The regions span every wafer's PEs, and the token rows stream through them in chunks."""
+    from tests.hardware_models.test_survivors import _regional
+
+    plan = compile_plan(_regional(3), _small_wafer(), chips=chips)
+    p = plan.partition
+    assert (p.chips, p.mode, p.tensor_parallel, p.layers, p.hidden_bytes) == (chips, mode, 1, 3, 16_384)
+    kernels = [g for g in plan.groups if g.kind != "transfer"]
+    transfers = [(g.id, g.members, g.instance, g.label, g.repeats) for g in plan.groups if g.kind == "transfer"]
+    n = len(kernels)
+    assert transfers == [(n, (), "main", *transfer), (n + 1, (), "main", "row pipeline", 1)]
+    used = sum(plan.regions[g.id].pes * g.repeats for g in kernels)
+    assert chips * 900_000 - 3 * n <= used <= chips * 900_000
+    if transfer[0] == "layer exchange":
+        assert "no pipeline: more wafers than layers (3)" in plan.notes[-3]
+    assert p.chunks > 1
+
+
+def test_wafer_counts_from_the_need_to_the_narrowest_matrix():
+    """2 wafers (what the arguments need) and 128 (a column of the 128-wide weight matrix each)
+    are accepted; 129 is refused."""
+    from tests.hardware_models.test_survivors import _regional
+
+    assert compile_plan(_regional(3), _small_wafer(), chips=2).partition.chips == 2
+    assert compile_plan(_regional(3), _small_wafer(), chips=128).partition.chips == 128
+    with pytest.raises(InvalidShape):
+        compile_plan(_regional(3), _small_wafer(), chips=129)
+
+
+def test_chunk_candidates_are_the_powers_of_two_up_to_the_rows_and_the_rows(monkeypatch):
+    """choose_chunks costs 1, 2, 4, ... up to the rows, and the rows themselves; of equal costs
+    the fewest chunks win."""
+    import hardware_models.cost.wafer as wafer
+    from hardware_models.passes.place_layers import choose_chunks
+
+    seen = []
+    monkeypatch.setattr(wafer, "pipeline_seconds", lambda module, plan, target, c: seen.append(c) or 1.0)
+    assert choose_chunks(None, None, WSE3, 5) == (1, 4) and seen == [1, 2, 4, 5]
+    seen.clear()
+    assert choose_chunks(None, None, WSE3, 8) == (1, 4) and seen == [1, 2, 4, 8]
+    seen.clear()
+    monkeypatch.setattr(wafer, "pipeline_seconds", lambda module, plan, target, c: seen.append(c) or 1.0 / c)
+    assert choose_chunks(None, None, WSE3, 1) == (1, 1) and seen == [1]
+    assert choose_chunks(None, None, WSE3, 6)[0] == 6
+
+
+def test_rows_a_pass_streams_are_a_blocks_batch_times_tokens():
+    """The regional block's hidden state is [64, 128]: 64 rows; a program without layers has 1."""
+    from hardware_models.passes.place_layers import stream_rows
+    from hardware_models.workload import program_footprint
+    from tests.hardware_models.test_survivors import _regional
+
+    module = _regional(3)
+    assert stream_rows(module, program_footprint(module)) == 64
+    flat = linear_gelu(64, 128, 128, "bf16")
+    assert stream_rows(flat, program_footprint(flat)) == 1

@@ -129,3 +129,69 @@ def test_a_value_read_in_part_moves_its_share_of_its_padded_bytes():
     (g,) = [g for g in plan.groups if g.kind != "transfer"]
     split = dict(plan.placements[g.id].split)
     assert split["read"] == 64 * 3 * 128 // 2 and split["write"] == 32 * 3 * 128
+
+
+@pytest.mark.parametrize("n,spilled_where", [(256, "lx"), (3072, "lpddr5")])
+def test_the_dataflow_edges_between_kernels_and_where_each_input_waits(n, spilled_where):
+    """Every input of every kernel is an edge: arguments (producer -1) wait in LPDDR5; %0 waits in
+    LX for both its readers; %1 waits in LX, or in LPDDR5 once it has spilled. Sticks: n x n / 64.
+    Every kernel runs on all 32 cores; the add divides into one unit per output stick."""
+    plan = compile_plan(_diamond(n), SPYRE)
+    sticks = n * n // 64
+    x, w, h0, h1 = "main%arg0", "main%arg1", "main%2", "main%3"
+    assert [(e.producer, e.consumer, e.value, e.sticks, e.where) for e in plan.dataflow] == [
+        (-1, 0, x, sticks, "lpddr5"), (-1, 0, w, sticks, "lpddr5"),
+        (0, 1, h0, sticks, "lx"), (-1, 1, w, sticks, "lpddr5"),
+        (1, 2, h1, sticks, spilled_where), (0, 2, h0, sticks, "lx"),
+    ]
+    assert [plan.divisions[g.id].cores for g in plan.groups] == [32, 32, 32]
+    assert plan.divisions[plan.groups[2].id].units == sticks
+
+
+def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
+    """exp(a) is sticked on its last dimension; a reshape of it keeps the last (2 of [8, 4, 16]);
+    the transpose [0, 2, 1] that only the matmul reads is a layout view that moves the stick to
+    dimension 1, which is the matmul's contracting dimension: no restickify. Read with the
+    other permutation, the stick lands on the wrong dimension and a restickify runs."""
+    from hardware_models.passes.insert_restickify import physical_stick_dim, required_stick_dims
+
+    a, r, w = t((8, 64), "f16"), t((8, 4, 16), "f16"), t((8, 16, 5), "f16")
+
+    def module(perm, tt):
+        return program({"a": a, "w": w}, [
+            f"%0 = stablehlo.exponential %a : {a}",
+            f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
+            f"%2 = stablehlo.transpose %1, dims = {perm} : ({r}) -> {tt}",
+            f"%3 = stablehlo.dot_general %2, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({tt}, {w}) -> {t((8, 4, 5), 'f16')}",
+        ], "%3", t((8, 4, 5), "f16"))
+
+    plan = compile_plan(module("[0, 2, 1]", t((8, 16, 4), "f16")), SPYRE)
+    graph = plan.value_graph()
+    dims = [physical_stick_dim(graph, plan, v) for v in ("main%2", "main%3", "main%4")]  # exp, reshape, transpose
+    assert dims == [1, 2, 1]
+    dot = next(p.op for p in plan.ops if p.op.short_name == "dot_general")
+    assert required_stick_dims(dot) == (1, 2)
+    assert [r for r in plan.restickify if r.kind == "operand"] == []
+    # the identity permutation leaves the stick on dimension 2 of [8, 4, 16]: the matmul contracts 1
+    wrong = compile_plan(program({"a": a, "w": t((8, 4, 5), "f16")}, [
+        f"%0 = stablehlo.exponential %a : {a}",
+        f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
+        f"%2 = stablehlo.dot_general %1, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({r}, {t((8, 4, 5), 'f16')}) -> {t((8, 16, 5), 'f16')}",
+    ], "%2", t((8, 16, 5), "f16")), SPYRE)
+    assert [(r.value, r.kind) for r in wrong.restickify] == [("main%2", "operand")]  # the root of the reshape: exp's result
+
+
+def test_required_stick_dims_of_each_dot_form():
+    """A on its last contracting dimension, B on its last free one: [b, m, k] x [b, k, n] -> (2, 2);
+    Q K^T as [b, s, d] x [b, t, d] -> (2, 1); a 2-D dot -> (1, 1); a matrix-vector dot -> (1, 0)."""
+    from hardware_models.passes.insert_restickify import required_stick_dims
+    from reference.ir.graph import DotDims, Op, TensorType
+
+    def dot(lhs, rhs, dims):
+        return Op("stablehlo.dot_general", ("%0",), (TensorType((1,), "f16"),), ("%a", "%b"),
+                  (TensorType(lhs, "f16"), TensorType(rhs, "f16")), attrs=(("dot_dimension_numbers", dims),) if dims else ())
+
+    assert required_stick_dims(dot((2, 3, 4), (2, 4, 5), DotDims((0,), (0,), (2,), (1,)))) == (2, 2)
+    assert required_stick_dims(dot((2, 3, 4), (2, 6, 4), DotDims((0,), (0,), (2,), (2,)))) == (2, 1)
+    assert required_stick_dims(dot((3, 4), (4, 5), None)) == (1, 1)
+    assert required_stick_dims(dot((3, 4), (4,), None)) == (1, 0)
