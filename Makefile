@@ -12,7 +12,7 @@ SCALESIM_STAMP := $(SCALESIM_VENV)/.installed-stamp
 PEERS_VENV := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: setup scalesim demo test test-core bench bench-peers clean
+.PHONY: setup scalesim demo test test-core bench bench-peers mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,5 +69,20 @@ $(PEERS_STAMP):
 bench-peers: $(PEERS_STAMP)
 	@$(PEERS_VENV)/bin/python benchmarks/peers.py
 
+# Mutation testing, not part of `make test` (about 30 minutes on 2 cores): mutmut mutates
+# hardware_models/cost/, hardware_models/passes/ and reference/tolerance.py ([tool.mutmut] in
+# pyproject.toml) and runs the tests that need neither PyTorch nor JAX against each mutant, under
+# the `mutation` hypothesis profile; mutation_report.py writes the score and every survivor to
+# benchmarks/results/ and fails below 90%.
+MUTMUT_STAMP := $(VENV)/.mutmut-stamp
+$(MUTMUT_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check mutmut==3.8.1
+	touch $(MUTMUT_STAMP)
+
+mutation: setup $(MUTMUT_STAMP)
+	rm -rf mutants
+	HYPOTHESIS_PROFILE=mutation $(BIN)/mutmut run --max-children $(PYTEST_WORKERS) > mutants.log 2>&1 || (tail -c 2000 mutants.log; exit 1)
+	$(BIN)/python benchmarks/mutation_report.py --check 90
+
 clean:
-	rm -rf $(VENV) $(SCALESIM_VENV) $(PEERS_VENV) build *.egg-info .hypothesis
+	rm -rf $(VENV) $(SCALESIM_VENV) $(PEERS_VENV) build *.egg-info .hypothesis mutants mutants.log

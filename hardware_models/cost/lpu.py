@@ -23,7 +23,7 @@ before any compute.
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost
+from hardware_models.cost.model import Cost, host_fallback_cost
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -53,9 +53,9 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     compute_s = min(slot.busy * useful, slot.increment) / clock
     memory_s = min(slot.feed, slot.increment) / clock
     level = "host" if group.kind == "fallback" else target.main_memory_level
-    if group.kind == "fallback":  # the host round trip is on the critical path
-        memory_s = moved / target["interconnect.host_bytes_per_s"]
-        compute_s = flops / target["host.flop_per_s"]
-        time_s += memory_s + compute_s
+    if group.kind == "fallback":  # the host round trip is on the critical path, costed as on every family
+        host = host_fallback_cost(flops, {"host": moved}, target)  # the LPU has no launch overhead
+        memory_s, compute_s = dict(host.memory_s)["host"], host.compute_s
+        time_s += host.time_s
     schedule_s = time_s - max(compute_s, memory_s)
     return Cost(flops, max(slot.padded_flops, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),))

@@ -114,3 +114,14 @@ def test_folds_are_exact_integer_ceilings_at_any_size():
     m = 2**60 + 1
     assert systolic_gemm(m, 1, 1, 128, 128, "os").row_folds == 9_007_199_254_740_993
     assert systolic_gemm(1, 1, m, 128, 128, "ws").row_folds == 9_007_199_254_740_993
+
+
+@pytest.mark.parametrize("text,shape", [("128x128", (128, 128)), ("8X4", (8, 4)), ("1x129", (1, 129))])
+def test_parse_array_reads_rows_by_columns(text, shape):
+    assert parse_array(text) == shape
+
+
+@pytest.mark.parametrize("text", ["128", "x4", "4x", "0x4", "4x0", "4x8x2", "a x b", "\uff14x4", "-4x4", ""])
+def test_parse_array_refuses_what_is_not_two_positive_ascii_integers(text):
+    with pytest.raises(InvalidShape):
+        parse_array(text)

@@ -2,6 +2,8 @@
 the measured worst cases, widened past its reduction domain, judged by a second opinion, and the
 check can fail."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -140,3 +142,20 @@ def test_a_second_opinion_relative_rmse_within_torch_testings_default_rtol(name,
             out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
             rmse = np.sqrt(np.mean((out - ref) ** 2)) / np.sqrt(np.mean(ref**2))
             assert rmse <= rtol, (side, rmse)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_long_reduction_widens_rtol_alone_by_the_float32_accumulation_term(dtype):
+    """k = 274,625 (a 65^3 convolution window): rtol + (sqrt(k) - 64) x 2^-23, the same atol, the
+    dtype kept and the accumulation saying how long the sums are; at or below 4096 the row itself."""
+    from reference.tolerance import TOLERANCES, tolerance_for
+
+    row = TOLERANCES[dtype]
+    wide = tolerance_for(dtype, 274_625)
+    assert wide.dtype == dtype and wide.atol == row.atol
+    assert wide.rtol == pytest.approx(row.rtol + (math.sqrt(274_625) - 64) * 2.0 ** -23, rel=1e-12)
+    assert wide.accumulation == row.accumulation + "; reductions of 274,625 elements"
+    assert tolerance_for(dtype, 4096) == row == tolerance_for(dtype)
+    twice = row.widened(2)
+    assert (twice.dtype, twice.atol, twice.rtol, twice.accumulation) == (dtype, 2 * row.atol, 2 * row.rtol, row.accumulation)
+    assert row.to_dict() == {"dtype": dtype, "atol": row.atol, "rtol": row.rtol, "accumulation": row.accumulation}

@@ -176,3 +176,25 @@ def test_kv_heads_split_over_chips_then_replicate(chips, shards, note):
     attention, notes = shard_kv_heads(plan.with_(attention={gid: before}), chips)
     assert attention == {gid: replace(before, shards=shards)}
     assert notes == (note,)
+
+
+def test_spyre_compute_bound_kernels_take_their_busy_time():
+    """A 2048^3 f16 matmul and an exp + multiply over 2048 x 2048 on cores whose vector rate is set
+    1000x below the target file's: busy = (padded) work / units x per-core units / rate exceeds
+    their LPDDR5 time, so time = busy + launch."""
+    from hardware_models.calibration import gemm_module
+
+    tgt = get_target("spyre")
+    tgt = tgt.with_overrides({"chip.vector_ops_per_s_per_core": tgt["chip.vector_ops_per_s_per_core"] / 1000})
+    rate, vector = tgt["fitted.matmul_mac_per_s_per_core"], tgt["chip.vector_ops_per_s_per_core"]
+    launch = tgt["schedule.launch_overhead_s"]
+    for module, kind in ((gemm_module(2048, 2048, 2048, "f16"), "contraction"), (_exp_mul(2048 * 2048, "f16"), "fusion")):
+        plan = compile_plan(module, tgt)
+        (g,) = estimate(module, tgt, plan=plan).groups
+        d = plan.divisions[g.group]
+        if kind == "contraction":
+            busy = plan.tilings[g.group].padded_flops / 2 / d.units * d.per_core / rate
+        else:
+            busy = 2 * 2048 * 2048 / d.units * d.per_core / vector  # a multiply and an exp per element
+        assert busy > dict(g.cost.memory_s)["lpddr5"], kind
+        assert g.cost.time_s == pytest.approx(busy + launch, rel=1e-12), kind

@@ -94,3 +94,80 @@ def test_a_decode_step_reads_the_weights_and_the_kv_cache_once(side):
     weights = 2 * entry.n_weights(shapes) - table
     moved = estimate(decode, get_target("h100")).total.bytes_at("hbm")
     assert weights + cache <= moved <= (weights + cache) * (1.04 if side == "torch" else 1.001)
+
+
+def _attention_with_chains(shared_k: bool = False):
+    """attention_module's kernel with cheap chains around it: Q scaled by a constant (0.5, a splat),
+    K arriving transposed ([bh, d, s], so a transpose leads to it), O converted to f32 after the
+    second dot. With `shared_k` the transposed K is also returned, so the transpose is read
+    outside the kernel and cannot join it."""
+    from reference.ir.graph import Function, Module, Op, TensorType
+
+    base = attention_module(1, 4, 65, 16, "bf16").main
+    q, kt, o32, half = TensorType((4, 65, 16), "bf16"), TensorType((4, 16, 65), "bf16"), TensorType((4, 65, 16), "f32"), TensorType((), "bf16")
+    chains = (
+        Op("stablehlo.constant", ("%half",), (half,), (), (), (("value", ("splat", 0.5)),)),
+        Op("stablehlo.broadcast_in_dim", ("%halfb",), (q,), ("%half",), (half,), (("broadcast_dimensions", ()),)),
+        Op("stablehlo.multiply", ("%q",), (q,), ("%qraw", "%halfb"), (q, q)),
+        Op("stablehlo.transpose", ("%k",), (q,), ("%kt",), (kt,), (("permutation", (0, 2, 1)),)),
+    )
+    body = [op for op in base.ops if op.short_name != "return"]
+    after = Op("stablehlo.convert", ("%o",), (o32,), ("%0",), (q,))
+    results = ("%o", "%k") if shared_k else ("%o",)
+    ret = Op("func.return", (), (), results, (o32, q) if shared_k else (o32,))
+    main = Function("main", (("%qraw", q), ("%kt", kt), ("%v", q)), (o32, q) if shared_k else (o32,), (*chains, *body, after, ret))
+    return Module((main,))
+
+
+@pytest.mark.parametrize("target_name", FUSING)
+def test_cheap_chains_around_attention_join_its_kernel_and_main_memory_holds_their_roots(target_name):
+    """The scale and O's convert are each read only inside: one kernel, reading Q, K^T and V as
+    main memory holds them and writing O in f32 (4 x 65 x 16 x 4 B). K's transpose, read only by
+    a dot, is a layout view (no kernel at all)."""
+    target = get_target(target_name)
+    plan = compile_plan(_attention_with_chains(), target)
+    kernels = [g for g in plan.groups if g.kind not in ("transfer",)]
+    (attention,) = [g for g in kernels if g.kind == "attention"]
+    names = {plan.ops[i].op.short_name for i in attention.members}
+    assert {"multiply", "convert"} <= names and "transpose" not in names
+    assert len(kernels) == 1
+    element = 4 * 65 * 16
+    assert plan.placements[attention.id].at(target.main_memory_level) == 3 * element * 2 + element * 4
+
+
+@pytest.mark.parametrize("target_name", FUSING)
+def test_a_chain_op_read_outside_the_kernel_stays_out_of_it(target_name):
+    """K's transpose is also returned, so it is no longer a layout view: it runs as its own
+    kernel, outside attention's, and attention reads its result."""
+    target = get_target(target_name)
+    plan = compile_plan(_attention_with_chains(shared_k=True), target)
+    (attention,) = [g for g in plan.groups if g.kind == "attention"]
+    transposes = [i for i, p in enumerate(plan.ops) if p.op.short_name == "transpose" and "%k" in p.results[0]]
+    assert transposes and not set(transposes) & set(attention.members)
+    assert any(set(transposes) & set(g.members) for g in plan.groups if g.id != attention.id)
+    assert {"multiply", "convert"} <= {plan.ops[i].op.short_name for i in attention.members}
+
+
+@pytest.mark.parametrize("keeps,target_name", [(True, "h100"), (False, "tpu-v5e")])
+@pytest.mark.parametrize("chips,shards", [(1, 1), (2, 2), (8, 4)])
+def test_attention_bytes_by_hand_over_chips(keeps, target_name, chips, shards):
+    """main = (K + V) / shards + (Q + O) / chips; on chip the same, plus, where the scores do not
+    stay in registers (a TPU's VMEM), the f32 score tile written and read once:
+    2 x 4 B x 4 x 65 x 65 / chips (attention_placement)."""
+    from dataclasses import replace
+
+    from hardware_models.passes.fuse_attention import attention_placement
+    from hardware_models.plan import Partition
+
+    target = get_target(target_name)
+    plan = compile_plan(attention_module(1, 4, 65, 16, "bf16"), target)
+    ((gid, shape),) = plan.attention.items()
+    plan = plan.with_(attention={gid: replace(shape, shards=shards)},
+                      partition=Partition(chips, chips, 0, 0, 0, 1, "tensor parallel" if chips > 1 else ""))
+    group = plan.groups[gid]
+    one = 4 * 65 * 16 * 2
+    p = attention_placement(plan, plan.value_graph(), group, "hbm", "cache", keeps)
+    main = -(-2 * one // shards) if shards == 1 else 2 * -(-one // shards)
+    main += -(-2 * one // chips)
+    scores = 0 if keeps else -(-2 * 4 * 4 * 65 * 65 // chips)
+    assert p.bytes == (("hbm", main), ("cache", main + scores))

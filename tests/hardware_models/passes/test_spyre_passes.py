@@ -195,3 +195,24 @@ def test_required_stick_dims_of_each_dot_form():
     assert required_stick_dims(dot((2, 3, 4), (2, 6, 4), DotDims((0,), (0,), (2,), (2,)))) == (2, 1)
     assert required_stick_dims(dot((3, 4), (4, 5), None)) == (1, 1)
     assert required_stick_dims(dot((3, 4), (4,), None)) == (1, 0)
+
+
+def test_a_block_over_two_cards_reads_its_share_of_the_weight_and_its_transfers_take_no_pass():
+    """The 3-layer block on 2 Spyre cards, tensor parallel: the matmul reads x (64 x 128 f16,
+    16,384 B) and half of w (32,768 / 2 B), and carries half its output (16,384 / 2 B) through LX;
+    its 64 output columns make 8 units over 8 cores. The all-reduces (2 a layer) get no division,
+    no placement and no dataflow edge: they are costed from the partition."""
+    from tests.hardware_models.test_survivors import _regional
+
+    plan = compile_plan(_regional(3), SPYRE, chips=2)
+    dot, fusion, transfer = plan.groups
+    assert (transfer.kind, transfer.label, transfer.repeats) == ("transfer", "all-reduce", 6)
+    assert dict(plan.placements[dot.id].split)["read"] == 16_384 + 32_768 // 2
+    assert dict(plan.placements[dot.id].bytes) == {"lpddr5": 16_384 + 16_384, "lx": 16_384 + 16_384 + 8_192}
+    assert (plan.divisions[dot.id].units, plan.divisions[dot.id].cores) == (8, 8)
+    assert transfer.id not in plan.divisions and transfer.id not in plan.placements
+    assert all(transfer.id not in (e.producer, e.consumer) for e in plan.dataflow)
+    one = compile_plan(_regional(3), SPYRE)
+    assert dict(one.placements[one.groups[0].id].split)["read"] == 16_384 + 32_768
+    est = estimate(_regional(3), SPYRE, plan=plan)
+    assert [g.kind for g in est.groups] == ["contraction", "fusion", "transfer"]
