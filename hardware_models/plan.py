@@ -228,6 +228,19 @@ class Slot:
 
 
 @dataclass(frozen=True)
+class SramSlot:
+    """Where a statically scheduled value lives in SRAM (allocate_sram): bytes [offset, offset +
+    size) of one chip's SRAM, from the cycle its producer starts writing it (`written`) until the
+    cycle its last reader finishes (`freed`), on its function instance's timeline."""
+
+    timeline: str
+    offset: int
+    size: int
+    written: int
+    freed: int
+
+
+@dataclass(frozen=True)
 class Partition:
     """How a model is spread over chips: `chips` in all, `tensor_parallel` chips share each layer,
     the rest are pipeline stages in a row; `hidden_bytes` cross between stages."""
@@ -359,6 +372,7 @@ class Plan:
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
     regions: dict[int, Region] = field(default_factory=dict)
     schedule: dict[int, Slot] = field(default_factory=dict)
+    sram: dict[str, SramSlot] = field(default_factory=dict)  # value -> its SRAM slot, from allocate_sram (LPU)
     partition: Partition | None = None
     requested_chips: int | None = None  # --chips: the user's count instead of the compiler's
     notes: tuple[str, ...] = ()
@@ -396,6 +410,11 @@ class Plan:
     def _callers(self) -> dict[str, str]:
         return {p.callee: p.instance for p in self.ops if p.callee}
 
+    @functools.cached_property
+    def _written_by(self) -> dict[int, set[str]]:
+        graph = self.value_graph()
+        return {g.id: set(group_outputs(self, graph, g)) for g in self.groups if g.kind != "transfer"}
+
     def timeline(self, instance: str) -> str:
         """The instance whose timeline an op of `instance` runs on: an inlined call's callee runs in
         its caller's (values.py inlines calls without a trip count); any other instance is its own."""
@@ -426,6 +445,9 @@ class Plan:
             slot = self.schedule.get(g.id)
             if slot:
                 lines.append(f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})")
+            for value, s in self.sram.items():
+                if self.schedule and value in self._written_by.get(g.id, ()):
+                    lines.append(f"      writes {value} to SRAM [{s.offset:,}, {s.offset + s.size:,}) live cycles {s.written}-{s.freed}")
             d = self.divisions.get(g.id)
             if d:
                 lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from hardware_models.cost.lpu import lpu_group_cost
 from hardware_models.families import Family, register
+from hardware_models.passes.allocate_sram import allocate_sram
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.partition_chips import partition_chips
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
@@ -41,6 +42,7 @@ LPU = register(Family(
         assign_groups,  # no fusion: streams chain ops instead, in schedule_static
         partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
         schedule_static,
+        allocate_sram,  # after the schedule because a value's slot is live from its write to its last read
     ),
     group_cost=lpu_group_cost,
     ceilings=lpu_ceilings,
