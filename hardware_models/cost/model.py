@@ -28,10 +28,10 @@ def dominant(compute_s: float, memory_s: float, schedule_s: float) -> str:
     return max(parts, key=parts.get)
 
 
-def _merge(a: tuple, b: tuple, scale: float = 1) -> tuple:
+def _merge(a: tuple, b: tuple) -> tuple:
     out = dict(a)
     for key, value in b:
-        out[key] = out.get(key, 0) + value * scale
+        out[key] = out.get(key, 0) + value
     return tuple(out.items())
 
 

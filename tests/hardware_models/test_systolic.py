@@ -125,3 +125,11 @@ def test_parse_array_reads_rows_by_columns(text, shape):
 def test_parse_array_refuses_what_is_not_two_positive_ascii_integers(text):
     with pytest.raises(InvalidShape):
         parse_array(text)
+
+
+@pytest.mark.parametrize("name", ["m", "n", "k", "rows", "cols"])
+def test_a_dimension_below_one_is_refused_by_name(name):
+    sizes = {"m": 4, "n": 4, "k": 4, "rows": 2, "cols": 2, name: 0}
+    with pytest.raises(InvalidShape) as err:
+        systolic_gemm(**sizes)
+    assert (err.value.param, err.value.value) == (name, 0)

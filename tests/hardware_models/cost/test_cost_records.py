@@ -213,3 +213,28 @@ def test_the_json_of_an_estimate_carries_each_figure_under_its_name():
         "bottleneck_counts": {"compute": 0, "memory": 3, "schedule": 0}, "kernels": 3,
         "utilization": pytest.approx(0.2), "notes": ["a note"], "ops": [g.to_dict()],
     }
+
+
+def test_cost_records_add_per_level_and_scale_by_repeats():
+    """a + b sums every field and each level's bytes and time (a level only one side has is kept);
+    x k scales them all; a span (a wafer kernel's own time, where it overlaps others) adds as the
+    time where a side has none, and stays 0 where neither has one."""
+    a = Cost(10, 12, 1.0, 2.0, 4.0, (("hbm", 100), ("l2", 7)), (("hbm", 3.0),), span_s=6.0)
+    b = Cost(1, 2, 0.5, 0.25, 1.0, (("hbm", 50), ("host", 9)), (("hbm", 0.5), ("host", 0.75)))
+    s = a + b
+    assert (s.flops, s.padded_flops, s.compute_s, s.schedule_s, s.time_s) == (11, 14, 1.5, 2.25, 5.0)
+    assert dict(s.bytes) == {"hbm": 150, "l2": 7, "host": 9} and dict(s.memory_s) == {"hbm": 3.5, "host": 0.75}
+    assert s.span_s == 6.0 + 1.0 and (b + a).span_s == 7.0
+    assert (b + b).span_s == 0.0
+    t = a * 3
+    assert (t.flops, t.padded_flops, t.compute_s, t.schedule_s, t.time_s, t.span_s) == (30, 36, 3.0, 6.0, 12.0, 18.0)
+    assert t.bytes == (("hbm", 300), ("l2", 21)) and t.memory_s == (("hbm", 9.0),)
+    assert a.bytes_at("hbm") == 100 and a.bytes_at("vmem") == 0
+    assert Cost().memory_bound_s == 0.0 and Cost().utilization == 0.0 and a.utilization == 0.25
+
+
+def test_a_roofline_cost_without_memory_levels_is_bound_by_compute():
+    from hardware_models.cost.model import roofline_cost
+
+    c = roofline_cost(100, 100, 2e-6, {}, {}, 3e-6, 1e-6)
+    assert (c.time_s, c.schedule_s, c.memory_s) == (pytest.approx(4e-6), pytest.approx(2e-6), ())

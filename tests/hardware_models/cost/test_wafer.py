@@ -83,3 +83,26 @@ def test_one_row_is_not_pipelined():
     plan = compile_plan(_stack(4, 1), wse)
     assert plan.partition.chunks == 1 and not any(g.label == "row pipeline" for g in plan.groups)
     assert all(g.cost.span_s == 0 for g in estimate(_stack(4, 1), wse, "", plan).groups)
+
+
+@pytest.mark.parametrize("wafers", [2, 3])
+def test_a_layer_exchange_between_wafers_by_hand(wafers):
+    """A GEMM too big for one (shrunk) wafer, forced over W wafers: one kernel, so no pipeline,
+    and one exchange, a ring all-reduce of the hidden state H: 2 (W - 1) hops of latency h and
+    2 (W - 1) ceil(H / W) bytes over the system I/O (cost/wafer._transfer)."""
+    from hardware_models.estimate import estimate
+    from hardware_models.pipelines import compile_plan
+    from tests.hardware_models.programs import linear_gelu
+
+    tgt = get_target("wse-3").with_overrides({"levels.sram.bytes": 1_000_000})
+    module = linear_gelu(64, 1024, 512, "bf16")
+    plan = compile_plan(module, tgt, chips=wafers)
+    assert plan.partition.mode == f"split over {wafers} wafers, each kernel across all of them"
+    (g,) = [g for g in estimate(module, tgt, plan=plan).groups if g.kind == "transfer"]
+    H, h, io = plan.partition.hidden_bytes, tgt["schedule.wafer_hop_latency_s"], tgt["interconnect.system_io_bytes_per_s"]
+    sent = 2 * (wafers - 1) * -(-H // wafers)
+    assert g.repeats == 1 and H > 0
+    assert g.cost.bytes == (("system_io", sent),)
+    assert g.cost.schedule_s == pytest.approx(2 * (wafers - 1) * h, rel=1e-12)
+    assert g.cost.time_s == pytest.approx(2 * (wafers - 1) * h + sent / io, rel=1e-12)
+    assert (g.cost.flops, g.cost.padded_flops, g.cost.compute_s) == (0, 0, 0.0)
