@@ -119,3 +119,46 @@ def test_an_upcast_read_elsewhere_too_stays_a_kernel_and_the_dot_still_folds():
     assert plan.tilings[_contraction(plan).id].shape.dtype == "bf16"
     assert any("convert" in [plan.ops[i].op.short_name for i in g.members] for g in plan.groups)
     assert len(plan.folds) == 2 and not any(f.convert_removed for f in plan.folds)
+
+
+def test_each_fold_by_hand_the_ops_rewritten_and_the_bytes_no_longer_moved():
+    """torch_mlir_linear at 64 x 96 x 32: x's convert feeds the dot directly; w's convert feeds
+    it through a transpose, which now carries bf16 and reads w itself. Each fold saves the wide
+    read the dot no longer does less the narrow one, plus the convert kernel's read and write:
+    x: (f32 - bf16) + (bf16 + f32) = 2 x 64 x 32 x 4 B, w: 2 x 96 x 32 x 4 B. The bias's convert,
+    read by an add, stays."""
+    global M, N, K
+    saved = (M, N, K)
+    M, N, K = 64, 96, 32
+    try:
+        module = torch_mlir_linear()
+    finally:
+        M, N, K = saved
+    plan = compile_plan(module, get_target("h100"))
+    assert [(f.op, f.narrow, f.wide, f.saved_bytes, f.convert_removed) for f in plan.folds] == [
+        ("dot_general", "bf16", "f32", 2 * 64 * 32 * 4, True), ("dot_general", "bf16", "f32", 2 * 96 * 32 * 4, True)]
+    assert all(f.where for f in plan.folds)
+    by_name = {p.op.short_name: p for p in plan.ops if p.op.short_name in ("transpose", "dot_general")}
+    transpose, dot = by_name["transpose"], by_name["dot_general"]
+    assert [t.dtype for t in transpose.op.operand_types] == ["bf16"] and transpose.op.result_types[0].dtype == "bf16"
+    assert transpose.op.operands == ("%arg1",)
+    assert [t.dtype for t in dot.op.operand_types] == ["bf16", "bf16"] and dot.op.operands[0] == "%arg0"
+    names = [p.op.name for p in plan.ops]
+    assert names.count("landscape.folded_convert") == 2 and names.count("stablehlo.convert") == 2  # the bias's and the result's
+
+
+def test_an_upcast_read_elsewhere_too_folds_but_its_convert_still_runs():
+    """x's f32 copy is also returned: the dot reads bf16, but the convert kernel stays, so the
+    fold saves only the dot's wider read, 64 x 32 x (4 - 2) B."""
+    x, w, y = t((64, 32), "bf16"), t((32, 96), "bf16"), t((64, 96), "f32")
+    xf, wf = t((64, 32), "f32"), t((32, 96), "f32")
+    module = program({"x": x, "w": w}, [
+        f"%0 = stablehlo.convert %x : ({x}) -> {xf}",
+        f"%1 = stablehlo.convert %w : ({w}) -> {wf}",
+        f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : ({xf}, {wf}) -> {y}",
+        f"%3 = stablehlo.add %0, %0 : {xf}",
+    ], "%2", y)
+    plan = compile_plan(module, get_target("h100"))
+    folds = {f.saved_bytes: f.convert_removed for f in plan.folds}
+    assert folds == {64 * 32 * 2: False, 2 * 32 * 96 * 4: True}
+

@@ -89,3 +89,23 @@ def test_a_matmul_split_over_chips_that_share_its_layer_takes_its_share_of_the_c
     unit, busy, _, padded = op_cycles(plan, module, plan.groups[-1], target)
     rate = target["peak.fp16_flop_per_s"] / (2 * target["chip.clock_hz"])
     assert (unit, busy, padded) == ("MXM", math.ceil(1024 * 320 * 320 / chips / rate), 2 * 1024 * 320 * 320)
+
+
+def test_lpu_bytes_and_times_per_op_by_hand():
+    """The LPU's one level, SRAM: each op moves its operands and results (the slice reads only the
+    half it returns): slice 2 x 655,360 B, exp 2 x 655,360, transpose 2 x 655,360, the row sum
+    655,360 + 640 + its f16 zero (2 B), the dot 655,360 + 204,800 + 655,360. Its time is what it adds to the makespan
+    over the 0.9 GHz clock; its memory time the feed, at most that."""
+    from hardware_models.estimate import estimate
+
+    target = _target()
+    module = _program()
+    plan = compile_plan(module, target)
+    est = estimate(module, target, plan=plan)
+    V = 1024 * 320 * 2
+    assert [dict(g.cost.bytes) for g in est.groups] == [
+        {"sram": 2 * V}, {"sram": 2 * V}, {"sram": 2 * V}, {"sram": V + 640 + 2}, {"sram": V + 320 * 320 * 2 + V}]
+    for g in est.groups:
+        slot = plan.schedule[g.group]
+        assert g.cost.time_s == pytest.approx(slot.increment / 9e8, rel=1e-12)
+        assert dict(g.cost.memory_s)["sram"] == pytest.approx(min(slot.feed, slot.increment) / 9e8, rel=1e-12)
