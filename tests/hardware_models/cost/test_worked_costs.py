@@ -124,8 +124,8 @@ def test_wafer_kernel_by_hand():
 
 @pytest.mark.parametrize("chips", [1, 2])
 def test_tpu_fused_attention_by_hand(chips):
-    """One fused kernel (fuse_attention) of 4 heads x 65 tokens x 16: its two dots,
-    2 x 2 x 4 x 65 x 65 x 16 FLOPs, at the MXU peak; the softmax's other FLOPs on the VPU and its
+    """One fused kernel (fuse_attention) of 4 heads x 65 tokens x 512: its two dots,
+    2 x 2 x 4 x 65 x 65 x 512 FLOPs, at the MXU peak (longer than the VPU's part here); the softmax's other FLOPs on the VPU and its
     exps at the transcendental rate; over tensor-parallel chips both divide by the chips (the
     heads split), the bytes do not here (the plan's placement); time = max + launch."""
     from dataclasses import replace
@@ -135,18 +135,18 @@ def test_tpu_fused_attention_by_hand(chips):
     from hardware_models.plan import Partition, group_work
 
     tgt = get_target("tpu-v5e")
-    module = attention_module(1, 4, 65, 16, "bf16")
+    module = attention_module(1, 4, 65, 512, "bf16")
     plan = compile_plan(module, tgt)
     if chips > 1:
         plan = plan.with_(partition=replace(plan.partition or Partition(1, 1, 0, 0), chips=chips, tensor_parallel=chips,
                                             mode="tensor parallel"))
     (g,) = [g for g in plan.groups if g.kind == "attention"]
     c = tpu_attention_cost(module, plan, g, tgt)
-    dots = 2 * 2 * 4 * 65 * 65 * 16
+    dots = 2 * 2 * 4 * 65 * 65 * 512
     work = group_work(plan, module, g)
     mxu = dots / chips / tgt["peak.bf16_flop_per_s"]
     vpu = ((work.flops - dots) / (2048 * 1.5e9) + work.transcendentals / (1024 * 1.5e9)) / chips
-    assert work.transcendentals >= 4 * 65 * 65
+    assert work.transcendentals >= 4 * 65 * 65 and mxu > vpu
     assert c.compute_s == pytest.approx(max(mxu, vpu), rel=1e-12)
     p = plan.placements[g.id]
     memory = {"hbm": p.at("hbm") / 8.19e11, "vmem": p.at("vmem") / tgt.level_value("vmem", "bytes_per_s")}
@@ -198,3 +198,77 @@ def test_spyre_compute_bound_kernels_take_their_busy_time():
             busy = 2 * 2048 * 2048 / d.units * d.per_core / vector  # a multiply and an exp per element
         assert busy > dict(g.cost.memory_s)["lpddr5"], kind
         assert g.cost.time_s == pytest.approx(busy + launch, rel=1e-12), kind
+
+
+@pytest.fixture
+def fitted_tpu(tmp_path):
+    """tpu-v5e with a [fitted] table (gemm_efficiency 0.5, hbm_efficiency 0.8): no TPU row is in
+    kernels.csv, so the shipped TPU files have none, and the model must still read one if given."""
+    from hardware_models.target import TARGETS_DIR, load_target_file
+
+    text = (TARGETS_DIR / "tpu-v5e.toml").read_text().replace('name = "tpu-v5e"', 'name = "tpu-fitted"')
+    text += ('\n[fitted]\ngemm_efficiency = { value = 0.5, source = "U", note = "a test\'s" }\n'
+             'hbm_efficiency = { value = 0.8, source = "U", note = "a test\'s" }\n')
+    path = tmp_path / "tpu-fitted.toml"
+    path.write_text(text)
+    return load_target_file(path)
+
+
+def test_a_fitted_tpu_divides_its_peaks_by_the_fitted_efficiencies(fitted_tpu):
+    """HBM time = bytes / (819 GB/s x 0.8), VMEM's unchanged; a GEMM's compute and busy time / 0.5;
+    fused attention's MXU time / 0.5 and its HBM time / 0.8."""
+    from hardware_models.calibration import attention_module
+
+    tgt, base = fitted_tpu, get_target("tpu-v5e")
+    (g,) = estimate(_exp_mul(), tgt).groups
+    (b,) = estimate(_exp_mul(), base).groups
+    assert dict(g.cost.memory_s)["hbm"] == pytest.approx(dict(b.cost.memory_s)["hbm"] / 0.8, rel=1e-12)
+    assert dict(g.cost.memory_s)["vmem"] == pytest.approx(dict(b.cost.memory_s)["vmem"], rel=1e-12)
+    from hardware_models.calibration import gemm_module
+
+    gemm = gemm_module(2048, 2048, 2048, "bf16")
+    plan = compile_plan(gemm, tgt)
+    (c,) = estimate(gemm, tgt, plan=plan).groups
+    tiling = plan.tilings[c.group]
+    assert c.cost.compute_s == pytest.approx(2 * 2048 ** 3 / (tgt["peak.bf16_flop_per_s"] * 0.5), rel=1e-12)
+    busy = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / 1.5e9 / 0.5
+    assert c.cost.time_s == pytest.approx(max(busy, *dict(c.cost.memory_s).values()) + 5e-7, rel=1e-12)
+    module = attention_module(1, 4, 65, 512, "bf16")  # head_dim 512: the MXU's time exceeds the VPU's
+    (fa,) = [g for g in estimate(module, tgt).groups if g.kind == "attention"]
+    (fb,) = [g for g in estimate(module, base).groups if g.kind == "attention"]
+    assert dict(fa.cost.memory_s)["hbm"] == pytest.approx(dict(fb.cost.memory_s)["hbm"] / 0.8, rel=1e-12)
+    from hardware_models.plan import group_work
+
+    aplan = compile_plan(module, tgt)
+    work = group_work(aplan, module, aplan.groups[fa.group])
+    dots = 2 * 2 * 4 * 65 * 65 * 512
+    vpu = (work.flops - dots) / (2048 * 1.5e9) + work.transcendentals / (1024 * 1.5e9)
+    mxu = dots / (tgt["peak.bf16_flop_per_s"] * 0.5)
+    assert mxu > vpu and fa.cost.compute_s == pytest.approx(mxu, rel=1e-12)
+
+
+@pytest.mark.parametrize("chips", [1, 2])
+def test_gpu_fused_attention_by_hand(chips):
+    """FlashAttention-2 on an H100: the two dots at the tensor-core peak x the fitted fraction
+    (G36), split over tensor-parallel chips; HBM bytes at the sustained HBM rate; time = the
+    slower + one launch."""
+    from dataclasses import replace
+
+    from hardware_models.calibration import attention_module
+    from hardware_models.cost.attention import gpu_attention_cost
+    from hardware_models.cost.gpu import hbm_rate
+    from hardware_models.plan import Partition
+
+    tgt = get_target("h100")
+    module = attention_module(1, 4, 65, 512, "bf16")
+    plan = compile_plan(module, tgt)
+    if chips > 1:
+        plan = plan.with_(partition=replace(plan.partition or Partition(1, 1, 0, 0, 0, 1), chips=chips,
+                                            tensor_parallel=chips, mode="tensor parallel"))
+    (g,) = [g for g in plan.groups if g.kind == "attention"]
+    c = gpu_attention_cost(module, plan, g, tgt)
+    compute = 2 * 2 * 4 * 65 * 65 * 512 / chips / (tgt["peak.bf16_flop_per_s"] * tgt["fitted.flash_attention_fraction"])
+    hbm = plan.placements[g.id].at("hbm") / hbm_rate(tgt)
+    assert c.compute_s == pytest.approx(compute, rel=1e-12)
+    assert dict(c.memory_s) == {"hbm": pytest.approx(hbm, rel=1e-12)}
+    assert c.time_s == pytest.approx(max(compute, hbm) + tgt["schedule.launch_overhead_s"], rel=1e-12)
