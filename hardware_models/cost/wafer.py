@@ -96,11 +96,11 @@ def exchange_seconds(target: Target, wafers: int, hidden: int) -> float:
     return latency + sent / target["interconnect.system_io_bytes_per_s"]
 
 
-def _latency(group: Group, target: Target, plan: Plan | None = None) -> float:
+def _latency(group: Group, target: Target, plan: Plan) -> float:
+    """A kernel's region latency, or a transfer's (its hops, _transfer)."""
     if group.kind != "transfer":
         return target["schedule.region_latency_s"]
-    wafers = plan.partition.chips if plan is not None and plan.partition else 2
-    return _transfer(target, group.label, wafers, 0)[0]
+    return _transfer(target, group.label, plan.partition.chips, 0)[0]
 
 
 def _one_row(plan: Plan, group: Group, target: Target, full: Cost, chunks: int) -> Cost:

@@ -106,3 +106,31 @@ def test_a_layer_exchange_between_wafers_by_hand(wafers):
     assert g.cost.schedule_s == pytest.approx(2 * (wafers - 1) * h, rel=1e-12)
     assert g.cost.time_s == pytest.approx(2 * (wafers - 1) * h + sent / io, rel=1e-12)
     assert (g.cost.flops, g.cost.padded_flops, g.cost.compute_s) == (0, 0, 0.0)
+
+
+def test_one_chunks_share_of_a_kernels_pass_by_hand():
+    """A kernel whose pass moves 1,000 B of SRAM, 300 of them its region's weights, 200 B over the
+    fabric and 50 B in from MemoryX, in 4 chunks: each chunk re-reads the weights, so its SRAM
+    time is t x (700 / 4 + 300) / 1000; fabric and compute divide by 4; the MemoryX stream is
+    once a pass (not divided) and does not count in the chunk's busy time; without a region
+    nothing is held, so SRAM divides by 4 too."""
+    from dataclasses import replace
+
+    from hardware_models.cost.model import Cost
+    from hardware_models.cost.wafer import _first_chunk_s, _one_row
+
+    tgt = get_target("wse-3")
+    plan = compile_plan(gemm_module(64, 64, 64, "f16"), tgt)
+    (g,) = [g for g in plan.groups if g.kind != "transfer"]
+    plan = plan.with_(regions={g.id: Region(1000, 300)})
+    full = Cost(8, 8, 4.0, 0.0, 9.0, (("sram", 1000), ("fabric", 200), ("memoryx", 50)),
+                (("sram", 2.0), ("fabric", 1.0), ("memoryx", 30.0)))
+    row = _one_row(plan, g, tgt, full, 4)
+    assert dict(row.memory_s) == {"sram": pytest.approx(2.0 * (700 / 4 + 300) / 1000), "fabric": 0.25, "memoryx": 30.0}
+    assert row.compute_s == 1.0 and row.time_s == pytest.approx(max(1.0, 2.0 * 475 / 1000, 0.25))
+    assert (row.flops, row.padded_flops, row.schedule_s, row.bytes) == (0, 0, 0.0, ())
+    assert _first_chunk_s(row) == 30.0  # the weights stream in before the first chunk can finish
+    bare = _one_row(plan.with_(regions={}), g, tgt, full, 4)
+    assert dict(bare.memory_s)["sram"] == pytest.approx(0.5)
+    empty = _one_row(plan, g, tgt, replace(full, memory_s=(), bytes=()), 4)
+    assert empty.time_s == 1.0
