@@ -101,3 +101,37 @@ def test_f64_scalars_from_python_floats_are_noted_not_refused():
     ], "%2", v)
     plan = compile_plan(module, get_target("tpu-v5e"))
     assert any("f64 scalars" in n for n in plan.notes)
+
+
+def test_where_emulated_ops_come_from_by_source_line_then_scope_then_instance():
+    """The note names each op's user source line, else its framework scope, else its instance;
+    the ops of one line together in program order, three lines at most and how many more."""
+    from types import SimpleNamespace as NS
+
+    from hardware_models.passes.resolve_dtypes import _sites, _where
+    from reference.ir.graph import Origin
+
+    def p(name, source="", scope="", instance="main"):
+        return NS(op=NS(short_name=name, origin=Origin(scope=scope, source=source)), instance=instance)
+
+    ops = [p("convert", "a.py:1"), p("rsqrt", "a.py:1"), p("convert", "a.py:1"), p("add", scope="jit(f)/mlp"),
+           p("exp", instance="main/0:block"), p("tanh", "b.py:9")]
+    assert _sites(ops) == "at a.py:1: convert, rsqrt; at jit(f)/mlp: add; at main/0:block: exp; and 1 more lines"
+    assert _sites(ops, shown=4) == "at a.py:1: convert, rsqrt; at jit(f)/mlp: add; at main/0:block: exp; at b.py:9: tanh"
+    assert _where(ops[0]) == "convert at a.py:1" and _where(ops[3]) == "add at jit(f)/mlp" and _where(ops[4]) == "exp at main/0:block"
+    assert _where(p("dot", "c.py:2", "jit(g)")) == "dot at c.py:2"
+
+
+def test_a_strict_refusal_lists_what_the_target_runs_natively_and_as_what():
+    """groq-lpu runs f16, f32 and i8, and bf16 as f16; the H100 emulates nothing, so its list
+    has no "as" part. Each says how the type would be costed without --strict-dtypes."""
+    from hardware_models.passes.resolve_dtypes import StrictDtype, emulation
+
+    lpu, h100 = get_target("groq-lpu"), get_target("h100")
+    text = str(StrictDtype(lpu, "f64", "add at a.py:1", ("f16",), "double-f32"))
+    assert f"(add at a.py:1; it runs {', '.join(lpu.native_dtypes)}; bf16 as f16)" in text
+    assert text.endswith("it is costed as double-f32: drop --strict-dtypes, or lower the program without f64")
+    plain = str(StrictDtype(h100, "f64", "x", (), "y"))
+    assert f"it runs {', '.join(h100.native_dtypes)})" in plain and " as " not in plain.split("it runs")[1].split(")")[0]
+    runs_as, ops, described = emulation("f64", lpu)
+    assert (runs_as, described) == ("f64", f"double-f32 (pairs of f32: 8 bytes an element, {ops} f32 operations an operation, assumed)")
