@@ -80,6 +80,7 @@ def test_multi_chip_transfers_are_cost_records_too(target, chips):
     for g in est.groups:
         _check_record(g.cost, (target, g.group, g.kind), tgt.main_memory_level)
     for g in transfers:
+        assert g.group not in plan.placements and g.group not in plan.tilings  # costed from the partition alone
         if plan.groups[g.group].label == "row pipeline":  # the wafer's pipeline fill: its kernels' bytes
             continue
         assert g.cost.flops == 0 and g.cost.compute_s == 0.0
