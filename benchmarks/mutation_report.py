@@ -42,6 +42,37 @@ def _change(functions: dict[str, str], name: str) -> str:
     return " | ".join(" ".join(line.split()) for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---")))
 
 
+KINDS = (  # how a surviving mutant changes the code, for the summary (the survivors file has each one)
+    ("text", "a string's words changed (XX-wrapped or upper-cased): note and label text, or a key the "
+             "target file never has", lambda change: "XX" in change or _upper(change)),
+    ("module", "the module argument set to None: group_work reads it only for a call, and no kernel holds one",
+     lambda change: "(plan, None, group)" in change or "(None, plan" in change),
+    ("default", "a default argument or value dropped or changed: a lookup that always finds its key, or a "
+                "default no caller relies on", lambda change: _in_default(change)),
+    ("break", "continue made break where the items skipped come last (transfers follow the kernels)",
+     lambda change: "+ break" in change),
+)
+
+
+def _in_default(change: str) -> bool:
+    """The first character the mutant changes sits inside a .get(...) call or after `default=`."""
+    minus, _, plus = change.partition(" | + ")
+    minus = minus[2:]
+    i = next((j for j, (a, b) in enumerate(zip(minus, plus)) if a != b), min(len(minus), len(plus)))
+    prefix = minus[:i]
+    call = prefix.rfind(".get(")
+    return "default=" in prefix[-12:] or (call >= 0 and prefix.count("(", call) > prefix.count(")", call))
+
+
+def _upper(change: str) -> bool:
+    minus, _, plus = change.partition(" | + ")
+    return minus[2:].lower() == plus.lower() and minus[2:] != plus
+
+
+def kind_of(change: str) -> str:
+    return next((name for name, _, test in KINDS if test(change)), "other")
+
+
 def collect() -> tuple[dict, list[str]]:
     per_file: dict[str, Counter] = {}
     survivors = []
@@ -68,8 +99,10 @@ def collect() -> tuple[dict, list[str]]:
     for counts in per_file.values():
         total.update(counts)
     checked = total["killed"] + total["survived"]
+    kinds = Counter(kind_of(line.split(": ", 1)[1]) for line in survivors)
     summary = {
         "killed": total["killed"], "survived": total["survived"], "not_checked": total["not checked"],
+        "survivors_by_kind": {name: kinds.get(name, 0) for name, *_ in KINDS} | {"other": kinds.get("other", 0)},
         "score_percent": round(100 * total["killed"] / checked, 1) if checked else 0.0,
         "files": {f: {"killed": c["killed"], "survived": c["survived"],
                       "score_percent": round(100 * c["killed"] / max(1, c["killed"] + c["survived"]), 1)}
@@ -93,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         "the original line(s) (-) and the mutated (+)\n" + "\n".join(survivors) + "\n")
     for name, c in sorted(summary["files"].items(), key=lambda kv: kv[1]["score_percent"]):
         print(f"{c['score_percent']:5.1f}%  {c['killed']:4d} killed  {c['survived']:4d} survived  {name}")
+    for name, words, _ in KINDS:
+        print(f"{summary['survivors_by_kind'][name]:5d} survivors: {words}")
+    print(f"{summary['survivors_by_kind']['other']:5d} survivors: other changes (listed in mutation_survivors.txt)")
     print(f"mutation score {summary['score_percent']}%: {summary['killed']} killed, {summary['survived']} survived"
           + (f", {summary['not_checked']} not checked" if summary["not_checked"] else ""))
     if args.check is not None and summary["score_percent"] < args.check:
