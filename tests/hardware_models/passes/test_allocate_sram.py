@@ -43,14 +43,25 @@ def test_no_slot_is_read_before_it_is_written_nor_overwritten_while_live(program
     graph = plan.value_graph()
     owner = {i: g.id for g in plan.groups for i in g.members}
     assert plan.sram
+    ends = {}
+    for g in plan.groups:
+        if g.id in plan.schedule:
+            timeline = plan.timeline(g.instance)
+            ends[timeline] = max(ends.get(timeline, 0), plan.schedule[g.id].finish)
     for value, s in plan.sram.items():
+        producer = plan.groups[owner[graph.producer[value]]]
+        assert s.timeline == plan.timeline(producer.instance) and s.written == plan.schedule[producer.id].start
         assert s.size == graph.nbytes(value) and s.written <= s.freed
+        last = s.written
         for user in graph.users(value):
             reader = plan.schedule.get(owner.get(user, -1))
-            if reader is None or plan.timeline(plan.groups[owner[user]].instance) != s.timeline:
+            if user < 0 or reader is None or plan.timeline(plan.groups[owner[user]].instance) != s.timeline:
+                last = ends[s.timeline]  # returned or read elsewhere: live to the end of its timeline
                 continue
             assert s.written <= reader.start, (value, user)  # written before it is read
             assert reader.finish <= s.freed, (value, user)  # live until its last reader is done
+            last = max(last, reader.finish)
+        assert s.freed == last, value  # and not a cycle longer
     slots = list(plan.sram.items())
     for i, (a, x) in enumerate(slots):
         for b, y in slots[i + 1:]:

@@ -171,3 +171,37 @@ def test_attention_bytes_by_hand_over_chips(keeps, target_name, chips, shards):
     main += -(-2 * one // chips)
     scores = 0 if keeps else -(-2 * 4 * 4 * 65 * 65 // chips)
     assert p.bytes == (("hbm", main), ("cache", main + scores))
+
+
+def _regional_attention(layers: int = 3):
+    """A block, called `layers` times, of exp(q), attention over [8, 65, 16] (2 sequences x 4
+    heads, attention_module), then O + q: the exp and the add are kernels of their own."""
+    from reference.ir.graph import Function, Module, Op, TensorType
+
+    base = attention_module(2, 4, 65, 16, "bf16").main
+    q = TensorType((8, 65, 16), "bf16")
+    body = [op for op in base.ops if op.short_name != "return"]
+    block = Function("block", (("%qraw", q), ("%k", q), ("%v", q)), (q,), (
+        Op("stablehlo.exponential", ("%q",), (q,), ("%qraw",), (q,)), *body,
+        Op("stablehlo.add", ("%o",), (q,), ("%0", "%qraw"), (q, q)), Op("func.return", (), (), ("%o",), (q,))))
+    call = Op("func.call", ("%r",), (q,), ("%a", "%b", "%c"), (q, q, q), callee="block", trip_count=layers)
+    main = Function("main", (("%a", q), ("%b", q), ("%c", q)), (q,), (call, Op("func.return", (), (), ("%r",), (q,))))
+    return Module((main, block))
+
+
+@pytest.mark.parametrize("target_name,stack", [("h100", "FlashAttention-2"), ("tpu-v5e", "Pallas flash attention")])
+def test_the_attention_kernel_between_other_kernels_of_a_repeated_block(target_name, stack):
+    """Three groups in program order, numbered 0, 1, 2, each in the block's instance and run 3
+    times: exp, the attention kernel (both dots, the converts, the scale and the whole softmax),
+    the add. Its shape: 8 x 65 query rows, 8 KV heads (1 a sequence: attention_module folds the
+    heads into the batch), 65 keys of 16, bf16, K and V the block's arguments; the note names the
+    stack."""
+    from hardware_models.plan import AttentionShape
+
+    plan = compile_plan(_regional_attention(3), get_target(target_name))
+    got = [(g.id, g.kind, g.instance, g.repeats) for g in plan.groups]
+    assert got == [(0, "fusion", "main/0:block", 3), (1, "attention", "main/0:block", 3), (2, "fusion", "main/0:block", 3)]
+    names = sorted(plan.ops[i].op.short_name for i in plan.groups[1].members)
+    assert names == ["convert", "convert", "divide", "dot_general", "dot_general", "exponential", "multiply", "reduce", "reduce", "subtract"]
+    assert plan.attention == {1: AttentionShape(520, 8, 1, 65, 16, "bf16", ("main/0:block%k", "main/0:block%v"), stack)}
+    assert f"1 attention kernel fused ({stack}): scores stay on chip; each reads Q, K, V and writes O in main memory" in plan.notes

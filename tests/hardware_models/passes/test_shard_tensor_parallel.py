@@ -91,3 +91,17 @@ def test_a_regional_block_over_two_chips_adds_two_all_reduces_a_layer(target_nam
     assert any(n.endswith("tensor parallel over 2 chips, 6 all-reduces of 16.4 kB") for n in plan.notes)
     one = compile_plan(_regional(3), get_target(target_name))
     assert one.partition.mode == "" and not [g for g in one.groups if g.kind == "transfer"]
+
+
+def test_the_kv_cache_fused_attention_reads_from_the_arguments_by_hand():
+    """attention_module's K and V are program arguments: 2 x 4 x 65 x 16 x 2 B, 1 KV head a
+    sequence (heads folded into the batch); a program without attention has none."""
+    from hardware_models.calibration import attention_module
+    from hardware_models.passes.shard_tensor_parallel import fused_kv_cache
+    from tests.hardware_models.programs import linear_gelu
+
+    module = attention_module(1, 4, 65, 16, "bf16")
+    plan = compile_plan(module, get_target("h100"))
+    assert fused_kv_cache(module, plan) == (2 * 4 * 65 * 16 * 2, 1)
+    flat = linear_gelu(64, 128, 128, "bf16")
+    assert fused_kv_cache(flat, compile_plan(flat, get_target("h100"))) == (0, 0)

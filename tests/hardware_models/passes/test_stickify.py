@@ -50,3 +50,18 @@ def test_every_tensor_between_kernels_gets_a_layout():
     module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.transpose %0, dims = [0] : ({v}) -> {v}"], "%1", v)
     plan = compile_plan(module, SPYRE, stop_after="stickify")
     assert all(layout.sticks == 2 for layout in plan.layouts.values()) and len(plan.layouts) == 2
+
+
+def test_stick_layouts_by_hand_for_each_element_size_and_stick_dimension():
+    """128-byte sticks: 64 fp16, 32 f32, 128 i8 elements; the last dimension by default, the one
+    asked for otherwise; a scalar's stick dimension is 0, and a 1-bit predicate counts as a byte."""
+    from hardware_models.passes.stickify import stick_layout
+
+    spyre = get_target("spyre")
+    f16 = stick_layout((63, 65), "f16", spyre)
+    assert (f16.stick_dim, f16.elements_per_stick, f16.stick_bytes, f16.sticks) == (1, 64, 128, 63 * 2)
+    f32 = stick_layout((63, 65), "f32", spyre, stick_dim=0)
+    assert (f32.stick_dim, f32.elements_per_stick, f32.sticks) == (0, 32, 2 * 65)
+    assert stick_layout((65,), "i8", spyre).elements_per_stick == 128
+    assert stick_layout((), "f16", spyre).stick_dim == 0
+    assert stick_layout((3, 5), "i1", spyre).elements_per_stick == 128
