@@ -411,9 +411,9 @@ class Plan:
         return {p.callee: p.instance for p in self.ops if p.callee}
 
     @functools.cached_property
-    def _written_by(self) -> dict[int, set[str]]:
+    def _written_by(self) -> dict[int, list[str]]:
         graph = self.value_graph()
-        return {g.id: set(group_outputs(self, graph, g)) for g in self.groups if g.kind != "transfer"}
+        return {g.id: group_outputs(self, graph, g) for g in self.groups if g.kind != "transfer"}
 
     def timeline(self, instance: str) -> str:
         """The instance whose timeline an op of `instance` runs on: an inlined call's callee runs in
@@ -445,8 +445,9 @@ class Plan:
             slot = self.schedule.get(g.id)
             if slot:
                 lines.append(f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})")
-            for value, s in self.sram.items():
-                if self.schedule and value in self._written_by.get(g.id, ()):
+            for value in self._written_by.get(g.id, ()) if self.sram else ():
+                s = self.sram.get(value)
+                if s:
                     lines.append(f"      writes {value} to SRAM [{s.offset:,}, {s.offset + s.size:,}) live cycles {s.written}-{s.freed}")
             d = self.divisions.get(g.id)
             if d:
