@@ -69,7 +69,7 @@ $(PEERS_STAMP):
 bench-peers: $(PEERS_STAMP)
 	@$(PEERS_VENV)/bin/python benchmarks/peers.py
 
-# Mutation testing, not part of `make test` (about 30 minutes on 2 cores): mutmut mutates
+# Mutation testing, not part of `make test` (about 13 minutes on 2 cores): mutmut mutates
 # hardware_models/cost/, hardware_models/passes/ and reference/tolerance.py ([tool.mutmut] in
 # pyproject.toml) and runs the tests that need neither PyTorch nor JAX against each mutant, under
 # the `mutation` hypothesis profile; mutation_report.py writes the score and every survivor to
