@@ -373,6 +373,59 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
         click.echo(f"note: {note}")
 
 
+@cli.command()
+@click.argument("name", required=False)
+@click.option("--target", "target_name", default="h100", show_default=True, help="A target (see `landscape targets`).")
+@click.option("--side", type=click.Choice(SIDES), default="torch", show_default=True, help="Which framework's program to run.")
+@click.option("--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable.")
+@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
+              help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
+@click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].")
+@click.option("--from-file", "from_file", type=click.Path(dir_okay=False),
+              help="Run a StableHLO file (its arguments from FILE.npz beside it, if there; else seeded).")
+@click.option("--repro-dir", "repro_dir", type=click.Path(file_okay=False), default="debug-repro", show_default=True,
+              help="Where a divergent program's repro (.mlir and .npz) is written.")
+@click.option("--list-faults", "show_faults", is_flag=True, help="List the plantable faults with their layers, and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro_dir, show_faults, as_json) -> None:
+    """Run NAME down the ladder of executors and find where its result first diverges.
+
+    R0 the float64 reference, R1 the eager framework, R2 the captured graph replayed on fresh
+    inputs, R3 the lowered IR interpreted, R4 to R7 the target's compiled plan executed: graph
+    passes, padded layouts and tiles, the memory planner and DMA, the device's numerics. Prints
+    the first divergent rung and its layer, the op where the fault originates (teacher-forced)
+    and the ops where it shows (free-running), whether it reaches the output, the bisected
+    sub-step and the repro's path. Exits 1 when a rung diverges.
+    """
+    from landscape.debug import debug as run_debug, list_faults, render
+    from reference.faults import get_fault
+
+    if show_faults:
+        rows = list_faults()
+        if as_json:
+            print_json(rows)
+        else:
+            for r in rows:
+                click.echo(f"{r['name']:28s} layer {r['layer']} {r['layer_name']:36s} {r['rung']:3s} "
+                           f"{','.join(r['families']):20s} {r['description']}")
+        return
+    for fault in inject:
+        get_fault(fault)  # an unknown name is refused before anything is lowered
+    load_target(target_name)
+    check_name_or_file("debug", name, from_file)
+    overrides = checked_shapes(name, shapes)[0] if from_file is None else {}
+    check_output_dir(repro_dir, "--repro-dir")
+    finding = run_debug(name, target_name, side, overrides, dtype, tuple(inject), from_file, seed, repro_dir)
+    if as_json:
+        print_json(finding.to_dict())
+    else:
+        click.echo(render(finding))
+    if finding.first is not None:
+        raise click.exceptions.Exit(1)
+
+
 from landscape.serve_cli import compare, landscape_map_command, predict  # noqa: E402  (the commands that serve models)
 
 for _command in (predict, landscape_map_command, compare):

@@ -144,3 +144,56 @@ class NonFiniteResult(LandscapeError):
         self.field, self.value = field, value
         super().__init__(f"result field {field!r} is {value!r}, not a finite number; this is a bug in the model "
                          f"that produced it, so nothing was printed (please report it with the command line)")
+
+
+# Frames that are the capture machinery, not the user's model (the user's line is the innermost other).
+_MACHINERY = ("site-packages", "dist-packages", "<frozen", "/lib/python", "pytorch_side/capture.py",
+              "pytorch_side/lower.py", "jax_side/capture.py", "jax_side/lower.py")
+# What a source line does that a graph capture cannot follow, and the fix (first match wins).
+_HOST_SYNCS = (
+    (".item()", "calls `.item()`", "use torch.where (jnp.where), or move the check out of forward"),
+    (".tolist()", "calls `.tolist()`", "keep the values as a tensor, or move the use out of forward"),
+    ("float(", "converts a tensor to a Python float", "keep it a tensor (a 0-d tensor broadcasts)"),
+    ("int(", "converts a tensor to a Python int", "keep it a tensor, or compute it from shapes, not values"),
+    ("bool(", "converts a tensor to a Python bool", "use torch.where (jnp.where) instead of branching"),
+    ("if ", "branches on a tensor's value", "use torch.where (jnp.where), or torch.cond (lax.cond)"),
+    ("while ", "loops on a tensor's value", "use a loop with a static count, or lax.while_loop"),
+)
+
+
+class CaptureFailed(LoweringFailed):
+    """A graph capture (torch.export, jax.jit's trace) that could not follow forward: data-dependent
+    control flow or a host sync. The message names the user's file and line and the fix; on a
+    target with no eager fallback the same code is a compile rejection, on a GPU a graph break."""
+
+    def __init__(self, message: str, file: str = "", line: int = 0, cause: str = ""):
+        self.file, self.line, self.cause = file, line, cause
+        super().__init__(message)
+
+    @classmethod
+    def from_exception(cls, err: BaseException, tool: str) -> "CaptureFailed":
+        import linecache
+        import traceback
+
+        frames, seen, current = [], set(), err
+        while current is not None and id(current) not in seen:  # the error and the ones it chains
+            seen.add(id(current))
+            frames.extend(traceback.extract_tb(current.__traceback__))
+            current = current.__cause__ or current.__context__
+        user = [f for f in frames if f.filename and not any(m in f.filename for m in _MACHINERY)]
+        kind = type(err).__name__
+        first = (str(err).strip().splitlines() or [""])[0]
+        if not user:
+            return cls(f"{tool} could not capture forward: {kind}: {first}", cause=kind)
+        frame = user[-1]
+        text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+        what, fix = next(((w, f) for key, w, f in _HOST_SYNCS if key in text),
+                         ("depends on a tensor's value", "compute it with tensor ops, not Python values"))
+        name = frame.filename.rsplit("/", 1)[-1]
+        where = ("on a target with no eager fallback (TPU, Spyre, LPU, wafer) this is a compile rejection; on a GPU, "
+                 "torch.compile makes it a graph break" if tool.startswith("torch") else
+                 "jax.jit has no eager fallback, so it is a compile rejection on every target")
+        return cls(
+            f"line {frame.lineno} of {name} {what} inside {frame.name}: data-dependent control flow cannot be captured "
+            f"by {tool}; {fix}; {where} ({kind})",
+            frame.filename, frame.lineno, kind)

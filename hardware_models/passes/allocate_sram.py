@@ -36,7 +36,10 @@ def first_fit(live: list[tuple[int, int]], size: int) -> int:
     return offset
 
 
-def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
+def sram_slots(plan: Plan, freed_at=max) -> tuple[dict[str, SramSlot], int]:
+    """(value -> its slot, peak bytes): each value live from its producer's start until its readers
+    finish, combined by `freed_at` (max: the last reader; the debugger's planted fault passes min,
+    a buffer freed at its first use)."""
     graph = plan.value_graph()
     owner = {i: g.id for g in plan.groups for i in g.members}
     requests: dict[str, list[tuple[int, int, str, int]]] = {}  # timeline -> (written, order, value, size)
@@ -60,12 +63,17 @@ def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
                 if user < 0 or reader is None or plan.timeline(plan.groups[owner[user]].instance) != timeline:
                     freed = ends[timeline]  # returned, or read on another timeline: live to the end
                 else:
-                    freed = max(freed, reader.finish)
+                    freed = freed_at(freed, reader.finish) if freed > written else reader.finish
             live = [entry for entry in live if entry[2] > written]  # space whose value has died is free
             offset = first_fit([(o, s) for o, s, _ in live], size)
             live.append((offset, size, freed))
             sram[value] = SramSlot(timeline, offset, size, written, freed)
             peak = max(peak, offset + size)
+    return sram, peak
+
+
+def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
+    sram, peak = sram_slots(plan)
     if not sram:
         return plan
     p = plan.partition

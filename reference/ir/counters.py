@@ -121,7 +121,7 @@ def xla_convolution_flops(op: Op) -> int:
     n_spatial = len(dims.input_spatial)
     strides = op.attr("window_strides") or (1,) * n_spatial
     dilation = op.attr("rhs_dilation") or (1,) * n_spatial
-    padding = _padding_pairs(op.attr("padding"), n_spatial)
+    padding = padding_pairs(op.attr("padding"), n_spatial)
     taps = 1
     for i in range(n_spatial):
         taps *= _valid_window_positions(
@@ -132,7 +132,7 @@ def xla_convolution_flops(op: Op) -> int:
     return 2 * other * taps * kernel[dims.kernel_input_feature]
 
 
-def _padding_pairs(value, n_spatial: int) -> list[tuple[int, int]]:
+def padding_pairs(value, n_spatial: int) -> list[tuple[int, int]]:
     """(low, high) padding per spatial dimension from the importer's flattened pairs."""
     if value is None:
         return [(0, 0)] * n_spatial

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from reference.errors import MalformedIR
-from reference.ir.graph import Block, ConvDims, DotDims, Function, Module, Op, Origin, TensorType
+from reference.ir.graph import Block, ConvDims, DotDims, Function, GatherDims, Module, Op, Origin, ScatterDims, TensorType
 from reference.ir.limits import MAX_NESTING, check_text, check_calls
 from reference.ir.mlir_context import make_context
 
@@ -149,6 +149,15 @@ class _Reader:
                 tuple(d.kernel_spatial_dimensions), d.output_batch_dimension, d.output_feature_dimension,
                 tuple(d.output_spatial_dimensions),
             )
+        if key == "dimension_numbers" and self.current_op == "stablehlo.gather":
+            d = sh.GatherDimensionNumbers(attr)
+            return GatherDims(tuple(d.offset_dims), tuple(d.collapsed_slice_dims), tuple(d.start_index_map),
+                              d.index_vector_dim, tuple(d.operand_batching_dims), tuple(d.start_indices_batching_dims))
+        if key == "scatter_dimension_numbers":
+            d = sh.ScatterDimensionNumbers(attr)
+            return ScatterDims(tuple(d.update_window_dims), tuple(d.inserted_window_dims),
+                               tuple(d.scattered_dims_to_operand_dims), d.index_vector_dim,
+                               tuple(d.input_batching_dims), tuple(d.scatter_indices_batching_dims))
         if key == "comparison_direction":
             return sh.ComparisonDirectionAttr(attr).value
         if isinstance(attr, ir.DenseI64ArrayAttr):
@@ -186,16 +195,44 @@ class _Reader:
         known = short in HANDLED and self.ctx.is_registered_operation(name)
         regions = self.regions(operation)
         callee = dict(attrs).get("callee") if short == "call" and known else None
+        data = self.dense_data(attrs_in["value"]) if short == "constant" and "value" in attrs_in else None
         op = Op(
             name=name, results=results, result_types=result_types, operands=operands,
             operand_types=operand_types, attrs=attrs, regions=regions, callee=callee,
-            origin=origin_of(str(operation.location)), known=known,
+            origin=origin_of(str(operation.location)), known=known, data=data,
         )
         if op.splat is not None:
             self.constants[results[0]] = op.splat
         if short == "while" and known:
             op = _with_trip_count(op, self.constants)
         return op
+
+    def dense_data(self, attr):
+        """A non-splat dense constant's elements as a read-only numpy array, or None (a splat, a
+        constant past MAX_DENSE_ELEMENTS, or an attribute of another kind)."""
+        ir = self.ir
+        if not isinstance(attr, ir.DenseElementsAttr):
+            return None
+        shape = tuple(attr.type.shape)
+        if math.prod(shape) > MAX_DENSE_ELEMENTS:
+            return None
+        if attr.is_splat:  # a number is kept as ("splat", value); a bool splat only here
+            splat = attr.get_splat_value()
+            if not isinstance(splat, ir.BoolAttr):
+                return None
+            array = np.full(shape, bool(splat.value))
+            array.flags.writeable = False
+            return array
+        element = str(attr.type.element_type)
+        try:
+            array = np.array(attr)
+        except TypeError:  # bf16 and f8 have no buffer format: MLIR widens them to f32 (exactly)
+            array = _widened(attr, ir)
+        if array.dtype == np.bool_ or element == "i1":
+            array = array.astype(np.bool_)
+        array = np.ascontiguousarray(array.reshape(shape))
+        array.flags.writeable = False
+        return array
 
     def regions(self, operation) -> tuple[Block, ...]:
         """The op's regions, each a single block; nesting bounded by MAX_NESTING."""
@@ -234,6 +271,23 @@ class _Reader:
         fn_type = attrs["function_type"].value
         results = tuple(self.tensor_type(t) for t in fn_type.results)
         return Function(name, args, results, tuple(self.op(o) for o in block.operations), arg_names)
+
+
+# Largest dense constant whose elements the importer keeps for the interpreter (16M elements).
+MAX_DENSE_ELEMENTS = 1 << 24
+
+
+def _widened(attr, ir) -> np.ndarray:
+    """A dense constant of a type numpy's buffers lack (bf16, f8), widened to f32 by StableHLO's own
+    reference interpreter: a one-op module converting it, evaluated."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    shape = "x".join(map(str, attr.type.shape))
+    wide = f"tensor<{shape + 'x' if shape else ''}f32>"
+    text = (f"func.func @main() -> {wide} {{\n  %0 = stablehlo.constant {attr}\n"
+            f"  %1 = stablehlo.convert %0 : ({attr.type}) -> {wide}\n  func.return %1 : {wide}\n}}")
+    (result,) = stablehlo.eval_module(ir.Module.parse(text), [])
+    return np.array(result)
 
 
 def _arg_name(loc_text: str) -> str:

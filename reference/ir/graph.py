@@ -76,6 +76,30 @@ class ConvDims:
 
 
 @dataclass(frozen=True, slots=True)
+class GatherDims:
+    """stablehlo.gather's dimension numbers (the StableHLO spec's names)."""
+
+    offset_dims: tuple[int, ...]
+    collapsed_slice_dims: tuple[int, ...]
+    start_index_map: tuple[int, ...]
+    index_vector_dim: int
+    operand_batching_dims: tuple[int, ...] = ()
+    start_indices_batching_dims: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ScatterDims:
+    """stablehlo.scatter's dimension numbers (the StableHLO spec's names)."""
+
+    update_window_dims: tuple[int, ...]
+    inserted_window_dims: tuple[int, ...]
+    scatter_dims_to_operand_dims: tuple[int, ...]
+    index_vector_dim: int
+    input_batching_dims: tuple[int, ...] = ()
+    scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Block:
     """A region's single block: its arguments and ops."""
 
@@ -96,6 +120,9 @@ class Op:
     trip_count: int | None = None
     origin: Origin = Origin()
     known: bool = True  # False: an op the importer has no table entry for (kept opaque)
+    # A dense constant's elements (a read-only numpy array of its element type), for the
+    # interpreter (reference.ir.interpret); None for splats and other ops. Not compared.
+    data: Any = field(default=None, compare=False, repr=False)
 
     def attr(self, key: str, default: Any = None) -> Any:
         for k, v in self.attrs:

@@ -1,0 +1,494 @@
+"""`landscape debug`: run a program down the ladder of executors, R0 to R7, and find the first
+rung whose result departs from the reference; inside it, the op where the fault originates,
+where it shows, and whether it reaches the output.
+
+The ladder (reference.faults.RUNG_NAMES): R0 the float64 reference; R1 the eager framework; R2
+the captured graph replayed on fresh inputs; R3 the lowered IR interpreted (reference.ir.
+interpret); R4 to R7 the target's compiled plan executed (hardware_models.execute_plan).
+
+First divergence:
+    1. Every rung's outputs are compared with R0's against the dtype's tolerance (reference.
+       tolerance; R7 against the narrowest type the target runs the program as: its arithmetic
+       legitimately changes). From R3 on, every op is also compared with the rung below, so a
+       fault the output hides (a softmax's argmax) is still found.
+    2. In the first divergent rung, a teacher-forced run (each op's inputs taken from the rung
+       below) names the op where the fault originates; the free-running run names the ops where
+       it shows, and whether it reaches the output.
+    3. The rung's sub-steps (the ops where its own behaviour runs) are bisected to the first bad
+       one, as PyTorch's compiler bisector bisects passes.
+    4. The repro: the program's StableHLO and its arguments (.npz), which `landscape debug
+       --from-file` runs again.
+A divergence in R1 is located in the lowered program by teacher-forcing it in its own dtype
+against its float64 twin; a capture failure (R2) names the user's line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reference.faults import FAULTS, LAYERS, RUNG_NAMES, get_fault
+
+SIDES = ("torch", "jax")
+FLOAT_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
+
+
+@dataclass
+class Rung:
+    """One rung's result against R0: its worst normwise error, the gate, and whether ops differ from the rung below."""
+
+    rung: str
+    error: float | None = None
+    gate: float | None = None
+    ops_differ: int = 0
+    note: str = ""
+    ran: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.ran and (self.error is None or self.gate is None or self.error <= self.gate) and not self.ops_differ
+
+    def to_dict(self) -> dict:
+        finite = lambda v: v if v is None or math.isfinite(v) else None  # noqa: E731
+        return {"rung": self.rung, "what": RUNG_NAMES[self.rung], "ran": self.ran, "error": finite(self.error),
+                "gate": self.gate, "ops_differ": self.ops_differ, "ok": self.ok, "note": self.note}
+
+
+@dataclass
+class OpSite:
+    key: str
+    op: str
+    scope: str = ""
+    source: str = ""
+
+    def text(self) -> str:
+        where = ", ".join(x for x in (self.scope and f"scope {self.scope}", self.source and f"source {self.source}") if x)
+        return f"{self.op} {self.key}" + (f" ({where})" if where else "")
+
+
+@dataclass
+class Finding:
+    program: str
+    side: str
+    target: str
+    dtype: str
+    faults: tuple[str, ...]
+    rungs: list[Rung] = field(default_factory=list)
+    first: str | None = None
+    origin: OpSite | None = None
+    manifests: list[OpSite] = field(default_factory=list)
+    reaches_output: bool | None = None
+    bisect: str = ""
+    noise_floor: float | None = None
+    events: list[str] = field(default_factory=list)
+    repro: str = ""
+    capture_error: str = ""
+    not_planted: list[str] = field(default_factory=list)
+
+    @property
+    def layer(self) -> str:
+        if self.first is None:
+            return ""
+        if self.capture_error:
+            return "2 graph capture"
+        planted = [get_fault(f) for f in self.faults if get_fault(f).rung == self.first]
+        if planted:
+            return f"{planted[0].layer} {planted[0].layer_record.name}"
+        layer = next((la for la in LAYERS if self.first in la.rung.split("/")), None)
+        return f"{layer.number} {layer.name}" if layer else ""
+
+    def to_dict(self) -> dict:
+        site = lambda s: dataclasses.asdict(s) if s else None  # noqa: E731
+        return {"program": self.program, "side": self.side, "target": self.target, "dtype": self.dtype,
+                "faults": list(self.faults), "rungs": [r.to_dict() for r in self.rungs], "first_divergent_rung": self.first,
+                "layer": self.layer, "origin": site(self.origin), "manifests": [site(m) for m in self.manifests],
+                "reaches_output": self.reaches_output, "bisect": self.bisect, "noise_floor": self.noise_floor,
+                "events": self.events, "repro": self.repro, "capture_error": self.capture_error,
+                "not_planted": self.not_planted}
+
+
+# -- comparisons
+def normwise(actual, expected) -> float:
+    """max|a - b| / max|b| over every output (inf where a is not finite where b is)."""
+    worst = 0.0
+    for a, b in zip(actual, expected):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        if a.shape != b.shape:
+            return math.inf
+        if not a.size:
+            continue
+        same = (a == b) | (np.isnan(a) & np.isnan(b))
+        if same.all():
+            continue
+        if not np.isfinite(a[~same]).all() or not np.isfinite(b[~same]).all():
+            return math.inf
+        scale = float(np.max(np.abs(b[np.isfinite(b)]))) if np.isfinite(b).any() else 0.0
+        err = float(np.max(np.abs(a[~same] - b[~same])))
+        worst = max(worst, err / scale if scale > 0 else math.inf)
+    return worst
+
+
+def gate(dtype: str, reduction: int = 0) -> float:
+    """The relative bound a rung's outputs must meet: the tolerance policy's at unit scale, for
+    the program's longest reduction (reference.tolerance)."""
+    from reference.tolerance import tolerance_for
+
+    return tolerance_for(dtype, reduction).bound(1.0)
+
+
+def op_differs(a: tuple, b: tuple, bound: float) -> bool:
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype.kind in "biu" or y.dtype.kind in "biu":
+            if not np.array_equal(x, y):
+                return True
+        elif normwise((x,), (y,)) > bound:
+            return True
+    return False
+
+
+def differing_ops(trace: dict, below: dict, bound: float) -> list[str]:
+    return [k for k, v in trace.items() if k in below and op_differs(v, below[k], bound)]
+
+
+# -- the program
+@dataclass
+class Program:
+    """What the ladder runs: the lowering, its arguments, and the float64 reference outputs."""
+
+    name: str
+    side: str
+    dtype: str
+    lowering: object
+    args: list
+    reference: tuple
+    out_perm: tuple | None = None
+    case: object = None
+    captured: object = None
+    reduction: int = 0
+
+
+def _scaled(case, scale: float):
+    if scale == 1.0:
+        return case
+    inputs = {k: (v.astype(np.float64) * scale).astype(v.dtype) if v.dtype.kind != "i" else v for k, v in case.inputs.items()}
+    return dataclasses.replace(case, inputs=inputs)
+
+
+def _program_dtype(module) -> str:
+    types = [t.dtype for _, t in module.main.args] + [t.dtype for t in module.main.results]
+    for element in ("f16", "bf16", "f32", "f64"):
+        if element in types:
+            return FLOAT_NAMES[element]
+    return "float32"
+
+
+def _from_file(path: str) -> Program:
+    from landscape.serving import lowering_from_file
+    from reference.ir.interpret import NUMPY_TYPES, run_module, widened
+
+    lowering = lowering_from_file(path)
+    main = lowering.module.main
+    stored = Path(path).with_suffix(".npz")
+    if stored.is_file():
+        with np.load(stored) as data:
+            args = [data[f"arg{i}"] for i in range(len(main.args))]
+    else:
+        rng = np.random.default_rng(0)
+        args = [(rng.integers(0, 2, t.shape) if t.dtype.startswith(("i", "ui")) else rng.standard_normal(t.shape))
+                .astype(NUMPY_TYPES.get(t.dtype, np.float32)) for _, t in main.args]
+    reference = tuple(np.asarray(o, np.float64) for o in run_module(widened(lowering.module), args))
+    return Program(lowering.name, "file", _program_dtype(lowering.module), lowering, args, reference)
+
+
+# -- the ladder
+def debug(name: str | None = None, target: str = "h100", side: str = "torch", shapes: dict | None = None,
+          dtype: str = "float32", inject: tuple[str, ...] = (), from_file: str | None = None, seed: int = 0,
+          repro_dir: str | None = None):
+    """Run the ladder on one program and target; return a Finding.
+
+    Raises:
+        UnknownName, InvalidShape, UnsupportedDtype: bad name, target, shapes, dtype or fault.
+        LoweringFailed: the framework could not lower the program (a capture failure is reported
+            in the Finding instead, as the divergence it is).
+    """
+    from hardware_models.execute_plan import run_plan
+    from hardware_models.pipelines import compile_plan
+    from hardware_models.target import get_target
+    from reference.errors import CaptureFailed
+    from reference.faults import decomposition_hook
+    from reference.ir.interpret import trace_values
+
+    faults = tuple(dict.fromkeys(get_fault(f).name for f in inject))
+    tgt = get_target(target)
+    family = tgt.family_record.name
+    finding = Finding(from_file or name, "file" if from_file else side, tgt.name, dtype, faults)
+    for f in faults:
+        fault = get_fault(f)
+        if fault.families and family not in fault.families:
+            finding.not_planted.append(f"{f}: applies to the {', '.join(fault.families)} families, not {family}")
+    scale = math.prod(get_fault(f).input_scale for f in faults)
+
+    if from_file:
+        program = _from_file(from_file)
+        finding.side, finding.dtype = "file", program.dtype
+        finding.rungs += [Rung("R0", note="the file's program interpreted in float64"),
+                          Rung("R1", ran=False, note="a file has no framework code"), Rung("R2", ran=False, note="a file has no capture")]
+    else:
+        program = _framework_rungs(finding, name, side, shapes or {}, dtype, faults, seed, scale)
+        if program is None:
+            return finding
+    bound = gate(program.dtype, program.reduction)
+    for r in finding.rungs:
+        if r.rung == "R0" and r.gate is None:
+            r.error, r.gate = 0.0, bound
+    back = (lambda outs: tuple(np.asarray(o).transpose(program.out_perm) for o in outs)) if program.out_perm else (lambda o: o)
+    module = program.lowering.module
+
+    # R3: the lowered IR interpreted, with the decomposition fault's rewrites
+    clean_out, clean_trace = trace_values(module, program.args)
+    finding.noise_floor = normwise(back(clean_out), program.reference)
+    decompose = "layernorm-eps-outside-sqrt" in faults
+    hook, sites = decomposition_hook(module) if decompose else (None, [])
+    out3, trace3 = trace_values(module, program.args, hook)
+    rung3 = Rung("R3", normwise(back(out3), program.reference), bound)
+    if decompose:
+        rung3.ops_differ = len(differing_ops(trace3, clean_trace, bound))
+        finding.events += [f"layernorm-eps-outside-sqrt: {s}: rsqrt(var + eps) computed as 1 / (sqrt(var) + eps)" for s in sites]
+        if not sites:
+            finding.not_planted.append("layernorm-eps-outside-sqrt: no rsqrt(var + eps) in this program")
+    finding.rungs.append(rung3)
+    traces = {"R3": (out3, trace3)}
+    if not rung3.ok and finding.first is None:
+        finding.first = "R3"
+        _locate(finding, module, program.args, clean_trace, trace3, bound, back, program.reference,
+                lambda steps, force=None: trace_values(module, program.args, decomposition_hook(module, steps)[0], force),
+                list(clean_trace))
+
+    # R4 .. R7: the compiled plan executed
+    plan = compile_plan(module, tgt)
+    narrow = _narrowest(plan, module, program.dtype)
+    below_trace = trace3
+    for rung in ("R4", "R5", "R6", "R7"):
+        base = decomposition_hook(module)[0] if decompose else None
+        out, trace, events = run_plan(module, plan, tgt, program.args, rung, faults, stale_seed=seed, base=base)
+        rung_bound = gate(narrow, program.reduction) if rung == "R7" else bound
+        record = Rung(rung, normwise(back(out), program.reference), rung_bound)
+        record.ops_differ = len(differing_ops(trace, below_trace, rung_bound))
+        if rung == "R7" and narrow != program.dtype:
+            record.note = f"runs as {narrow} on {tgt.name}: gated at {narrow}'s tolerance"
+        finding.rungs.append(record)
+        finding.events += [e for e in events if e not in finding.events]
+        if not record.ok and finding.first is None:
+            finding.first = rung
+            below = below_trace
+            _locate(finding, module, program.args, below, trace, rung_bound, back, program.reference,
+                    lambda steps, force=None, r=rung: run_plan(module, plan, tgt, program.args, r, faults, steps, force, seed,
+                                                               decomposition_hook(module)[0] if decompose else None)[:2],
+                    list(below))
+        below_trace = trace
+    for f in faults:
+        fault = get_fault(f)
+        if fault.rung in ("R4", "R5", "R6", "R7") and not any(e.startswith(f + ":") for e in finding.events) and not any(
+                n.startswith(f + ":") for n in finding.not_planted):
+            finding.not_planted.append(f"{f}: no site for it in this program on {tgt.name}")
+    if finding.first and repro_dir:
+        finding.repro = _write_repro(program, finding, repro_dir)
+    return finding
+
+
+def _narrowest(plan, module, dtype: str) -> str:
+    """The narrowest float type the target runs the program's float types as (R7's gate)."""
+    order = ["float64", "float32", "bfloat16", "float16"]
+    runs = {FLOAT_NAMES.get(plan.runs_as(e)) for e in ("f64", "f32", "f16", "bf16") if FLOAT_NAMES[e] in (dtype, "float32")}
+    runs = {r for r in runs if r} | {dtype}
+    eps = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
+    return max(runs, key=lambda r: (eps[r], order.index(r)))
+
+
+def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, scale) -> Program | None:
+    """R0, R1 and R2 of a catalogue entry; the program R3 onwards runs, or None where capture failed."""
+    from reference.catalogue import get_entry
+    from reference.errors import CaptureFailed
+    from reference.inputs import make_case
+
+    if side == "torch":
+        import pytorch_side.capture as sidemod
+        from pytorch_side.faults import planted_module
+    else:
+        import jax_side.capture as sidemod
+        from jax_side.faults import planted_module
+    from jax_side.kernels import LAYOUTS
+
+    from reference.agreement import RUN_PARAMETER_LIMIT, check_run_memory
+    from reference.errors import TooLargeToRun
+
+    entry = get_entry(name)
+    resolved = entry.resolve(shapes)
+    entry.check_dtype(dtype)
+    if entry.n_weights(resolved) > RUN_PARAMETER_LIMIT:
+        raise TooLargeToRun(entry.name, entry.n_weights(resolved), RUN_PARAMETER_LIMIT)
+    check_run_memory(entry, resolved, dtype)
+    reduction = entry.reduction(resolved) if entry.reduction else 0
+    case = _scaled(make_case(entry, resolved, dtype, seed), scale)
+    fresh = _scaled(make_case(entry, resolved, dtype, seed + 1), scale)
+    planted = None
+    for f in faults:
+        if get_fault(f).rung in ("R1", "R2"):
+            planted = planted_module(f, entry.name)
+            if planted is None:
+                finding.not_planted.append(f"{f}: it is planted in the softmax entry's forward, not {entry.name}")
+    reference = case.reference()
+    bound = gate(dtype, reduction)
+    finding.rungs.append(Rung("R0", 0.0, bound, note="the float64 reference of the spec"))
+    eager = sidemod.eager(case, planted)
+    r1 = Rung("R1", normwise(eager, reference), bound)
+    finding.rungs.append(r1)
+    try:
+        captured = sidemod.capture(case, planted)
+    except CaptureFailed as err:
+        finding.rungs.append(Rung("R2", ran=False, note=str(err)))
+        finding.capture_error = str(err)
+        finding.first = finding.first or ("R1" if not r1.ok else "R2")
+        finding.origin = OpSite(f"{Path(err.file).name}:{err.line}", "the user's line", source=f"{err.cause}") if err.file else None
+        finding.reaches_output = None
+        return None
+    replay = captured.replay(fresh)
+    r2 = Rung("R2", normwise(replay, captured.eager(fresh)), bound,
+              note="replayed on fresh inputs (seed + 1) against R1 on the same inputs")
+    finding.rungs.append(r2)
+    out_perm = LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
+    program = Program(entry.name, side, dtype, captured.lowering, captured.arguments(case), reference, out_perm, case, captured,
+                      reduction)
+    if not r1.ok:
+        finding.first = "R1"
+        _locate_numerics(finding, program, bound)
+    elif not r2.ok:
+        finding.first = "R2"
+    return program
+
+
+def _site(module, key: str) -> OpSite:
+    from reference.ir.graph import Op
+
+    if key.endswith(":copy-in"):
+        return OpSite(key, "copy of an argument onto the chip")
+    instance, _, value = key.partition("%")
+    fn = instance.rsplit(":", 1)[-1] if ":" in instance else "main"
+    try:
+        ops = module.function(fn).ops
+    except KeyError:
+        ops = ()
+    op: Op | None = next((o for o in ops if o.results and o.results[0] == f"%{value}"), None)
+    if op is None:
+        return OpSite(key, "copy" if "landscape.copy" in key else "?")
+    return OpSite(key, op.short_name, op.origin.scope, op.origin.source)
+
+
+def _locate(finding, module, args, below: dict, trace: dict, bound, back, reference, rerun, order: list[str]):
+    """Origin (teacher-forced), manifests (free-running), reach, and the bisected sub-step."""
+    _, forced = rerun(None, below)
+    origin = next((k for k in order if k in forced and op_differs(forced[k], below[k], bound)), None)
+    if origin is None:  # an op the interpreter adds (the copy of a returned argument) or none differs
+        origin = next((k for k in trace if k in below and op_differs(trace[k], below[k], bound)), None)
+    shown = [k for k in order if k in trace and op_differs(trace[k], below[k], bound)]
+    finding.origin = _site(module, origin) if origin else None
+    finding.manifests = [_site(module, k) for k in shown]
+    out_rung = next(r for r in finding.rungs if r.rung == finding.first)
+    finding.reaches_output = bool(out_rung.error is not None and out_rung.gate is not None and out_rung.error > out_rung.gate)
+    # bisect the rung's sub-steps (its ops in order) to the first that makes any op differ
+    lo, hi = 0, len(order)
+    runs = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        _, t = rerun(frozenset(order[:mid + 1]))
+        runs += 1
+        if any(k in below and op_differs(t[k], below[k], bound) for k in t):
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo < len(order):
+        finding.bisect = f"sub-step {lo + 1} of {len(order)} ({order[lo]}), in {runs} runs"
+
+
+def _locate_numerics(finding, program: Program, bound: float):
+    """R1 diverged: teacher-force the lowered program in its dtype against its float64 twin."""
+    from reference.ir.interpret import trace_values, widened
+
+    module = program.lowering.module
+    _, wide = trace_values(widened(module), program.args)
+    _, forced = trace_values(module, program.args, force=wide)
+    order = list(forced)
+    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], bound * 4)), None)
+    _, free = trace_values(module, program.args)
+    finding.origin = _site(module, origin) if origin else None
+    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], bound * 4)]
+    finding.reaches_output = True
+
+
+def _write_repro(program: Program, finding: Finding, directory: str) -> str:
+    """The program's StableHLO and arguments, written for `landscape debug --from-file`."""
+    from landscape.outputs import write_file
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    base = Path(directory) / f"{Path(program.name).stem}-{finding.target}-{'-'.join(finding.faults) or 'clean'}"
+    text = program.lowering.stages.get("stablehlo") or ""
+    mlir = Path(str(base) + ".mlir")
+    if mlir.resolve() != Path(finding.program).resolve():  # never overwrite the file being debugged
+        write_file(mlir, text)
+    # bf16 and f8 arguments are stored widened to f32 (exact); the program converts them back
+    arrays = {f"arg{i}": (np.asarray(a).astype(np.float32) if np.asarray(a).dtype.kind == "V" else np.asarray(a))
+              for i, a in enumerate(program.args)}
+    write_file(Path(str(base) + ".npz"), writer=lambda tmp: np.savez(tmp, **arrays))
+    return str(mlir)
+
+
+def list_faults() -> list[dict]:
+    return [{"name": f.name, "layer": f.layer, "layer_name": f.layer_record.name, "rung": f.rung,
+             "families": list(f.families) or ["all"], "description": f.description, "shows_on": f.shows_on} for f in FAULTS]
+
+
+def render(finding: Finding) -> str:
+    """The finding as text."""
+    lines = [f"debug {finding.program} ({finding.side}, {finding.dtype}) on {finding.target}"
+             + (f", planted: {', '.join(finding.faults)}" if finding.faults else "")]
+    for r in finding.rungs:
+        if not r.ran:
+            lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: not run ({r.note})")
+            continue
+        err = "—" if r.error is None else (f"{r.error:.3g}" if math.isfinite(r.error) else "not finite")
+        ops = f", {r.ops_differ} op(s) differ from the rung below" if r.ops_differ else ""
+        verdict = "ok" if r.ok else "DIVERGES"
+        limit = "" if r.gate is None else f" (gate {r.gate:.3g})"
+        lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: error {err}{limit}{ops}: {verdict}"
+                     + (f"  [{r.note}]" if r.note and r.rung not in ("R0",) else ""))
+    if finding.noise_floor is not None:
+        lines.append(f"  noise floor: the lowered program in {finding.dtype} against float64, {finding.noise_floor:.3g}")
+    if finding.first is None:
+        lines.append("no rung diverges: the result agrees with the reference at every layer of the stack")
+    else:
+        lines.append(f"first divergent rung: {finding.first} ({RUNG_NAMES[finding.first]}), layer {finding.layer}")
+        if finding.capture_error:
+            lines.append(f"  {finding.capture_error}")
+        if finding.origin:
+            lines.append(f"  originates at {finding.origin.text()}")
+        if finding.manifests:
+            first, last = finding.manifests[0], finding.manifests[-1]
+            lines.append(f"  shows in {len(finding.manifests)} op(s), first {first.text()}, last {last.text()}")
+        if finding.reaches_output is not None:
+            lines.append("  reaches the output" if finding.reaches_output else
+                         "  does not reach the output: the end-to-end check passes, and the bug is real")
+        if finding.bisect:
+            lines.append(f"  bisect: {finding.bisect}")
+        if finding.repro:
+            lines.append(f"  repro: landscape debug --from-file {finding.repro} --target {finding.target}"
+                         + "".join(f" --inject {f}" for f in finding.faults))
+    for e in finding.events:
+        lines.append(f"  event: {e}")
+    for n in finding.not_planted:
+        lines.append(f"  not planted: {n}")
+    return "\n".join(lines)
