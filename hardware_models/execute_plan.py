@@ -96,7 +96,7 @@ class Execution:
             return None  # the interpreter walks into them; their ops come back through this hook
         if self.level >= 6:
             operands = self.sram_reads(key, op, operands)
-        results = self.compute(key, op, operands)
+        results = tuple(as_type(r, t) for r, t in zip(self.compute(key, op, operands), op.result_types))
         if self.level >= 5 and self.applies(key, 5):
             results = tuple(self.layout(key, op, i, r) for i, r in enumerate(results))
         if self.level >= 7 and self.applies(key, 7):
@@ -203,16 +203,20 @@ class Execution:
             return (out,)
         lhs_free = [i for i in range(a.ndim) if i not in d.lhs_batch and i not in d.lhs_contracting]
         m = math.prod(a.shape[i] for i in lhs_free)
-        tm = tiling.tile[0]
-        tiles = ceil_div(m, tm)
-        if "drop-remainder-tile" in self.faults:
-            tiles = m // tm  # the fault: the remainder tile dropped
-            if tiles * tm < m:
-                self.events.append(f"drop-remainder-tile: {key}: {tiles} tile(s) of {tm} rows cover {tiles * tm} of {m}; rows {tiles * tm}..{m - 1} keep stale memory")
         batch = len(d.lhs_batch)
         flat = out.reshape((*out.shape[:batch], m, -1))
+        n = flat.shape[-1]
+        (tm, tn, _), covered = tiling.tile, []
+        for extent, tile, axis in ((m, tm, "rows"), (n, tn, "columns")):
+            tiles = ceil_div(extent, tile)
+            if "drop-remainder-tile" in self.faults:
+                tiles = extent // tile  # the fault: the remainder tile dropped
+                if tiles * tile < extent:
+                    self.events.append(f"drop-remainder-tile: {key}: {tiles} tile(s) of {tile} {axis} cover {tiles * tile} "
+                                       f"of {extent}; {axis} {tiles * tile}..{extent - 1} keep stale memory")
+            covered.append(min(extent, tiles * tile))
         buffer = self.stale(flat.shape, flat)
-        buffer[..., :tiles * tm, :] = flat[..., :tiles * tm, :]
+        buffer[..., :covered[0], :covered[1]] = flat[..., :covered[0], :covered[1]]
         return (buffer.reshape(out.shape),)
 
     @staticmethod
@@ -329,6 +333,11 @@ def run_plan(module: Module, plan: Plan, target: Target, args, rung: str = "R7",
     later op reads them; the trace keeps what the op itself computed. `base`: an interpreter hook
     for the rungs below R4 (the debugger's decomposition fault), so every rung includes them.
     """
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        return _run_plan(module, plan, target, args, rung, faults, steps, force, stale_seed, base)
+
+
+def _run_plan(module, plan, target, args, rung, faults, steps, force, stale_seed, base):
     from reference.ir.interpret import trace_values
 
     execution = Execution(module, plan, target, rung, frozenset(faults), None if steps is None else frozenset(steps), stale_seed,

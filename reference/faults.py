@@ -101,7 +101,7 @@ FAULTS = (
     Fault("floor-stick-count", 5, "R5", ("spyre", "lpu"), "a copy's stick (vector) count recomputed with floor "
           "division: the last partial stick is never written", "clone --shape n=65 --dtype float16 --target spyre"),
     Fault("drop-remainder-tile", 6, "R5", ("gpu", "tpu", "spyre"), "a contraction's tile count computed as "
-          "M // tile_m: the remainder rows are never computed", "matmul --shape m=130"),
+          "M // tile_m (N // tile_n): the remainder rows (columns) are never computed", "matmul --shape m=130 --shape n=130"),
     Fault("early-consumer", 6, "R6", ("lpu",), "on the static schedule, a consumer issued one cycle before its "
           "producer writes: it reads a stale SRAM slot", "softmax --target groq-lpu"),
     Fault("free-at-first-use", 7, "R6", ("lpu",), "the SRAM planner frees a value at its first reader instead of "

@@ -77,7 +77,9 @@ def as_type(x, t: TensorType) -> np.ndarray:
     elif t.dtype not in FLOAT_TYPES and is_float(out):
         out = np.trunc(out)  # float to integer rounds toward zero
     out = out.astype(target)
-    return np.broadcast_to(out, t.shape) if out.shape != t.shape else out
+    # a scalar type keeps the array's shape: a region's body (a reduce's, a scatter's combiner)
+    # runs vectorized over every element it combines
+    return np.broadcast_to(out, t.shape) if out.shape != t.shape and t.shape else out
 
 
 def _wide(x: np.ndarray, element: str) -> np.ndarray:
@@ -337,12 +339,23 @@ class Interpreter:
 
     def op_sort(self, op: Op, *x):
         dim = op.attr("dimension")
-        key = _simple_comparator(op.regions[0])
-        if key is None:
-            raise CannotInterpret(f"{op.name} {op.results[0]}: its comparator is not a single compare of the first operand")
-        direction = key
-        first = x[0].astype(np.float64) if is_float(x[0]) else x[0]
-        order = np.argsort(-first if direction in ("GT", "GE") else first, axis=dim, kind="stable")
+        direction = _simple_comparator(op.regions[0])
+        if direction is not None:
+            first = x[0].astype(np.float64) if is_float(x[0]) else x[0]
+            order = np.argsort(-first if direction in ("GT", "GE") else first, axis=dim, kind="stable")
+        else:  # any comparator: a stable merge sort of each slice, asking the comparator region
+            order = np.empty(x[0].shape, dtype=np.int64)
+            moved = [np.moveaxis(v, dim, -1) for v in x]
+            target = np.moveaxis(order, dim, -1)
+            for index in np.ndindex(*moved[0].shape[:-1]):
+                rows = [m[index] for m in moved]
+
+                def less(i, j, rows=rows):
+                    pairs = [v for r in rows for v in (r[i], r[j])]
+                    return -1 if bool(self.region(op.regions[0], pairs)[0]) else (
+                        1 if bool(self.region(op.regions[0], [v for r in rows for v in (r[j], r[i])])[0]) else 0)
+
+                target[index] = sorted(range(rows[0].shape[0]), key=functools.cmp_to_key(less))
         return tuple(np.take_along_axis(v, order, axis=dim) for v in x)
 
     def op_top_k(self, op: Op, x):

@@ -1,0 +1,81 @@
+"""False alarms of `landscape debug` over the clean catalogue: every entry that runs (under
+MAX_WEIGHTS weights), every dtype, at its defaults and with every size parameter at 1, 63, 65
+and 129 (where the entry accepts it), on the five families' representative targets, with no
+fault planted. A clean program must diverge at no rung. Writes
+benchmarks/results/debug_false_alarms_SIDE.csv and prints the alarms; exits 1 if there is one.
+
+    python benchmarks/debug_false_alarms.py [--side torch|jax] [NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+from hardware_models.families import representative_targets  # noqa: E402
+from landscape.debug import debug  # noqa: E402
+from reference.catalogue import CATALOGUE  # noqa: E402
+from reference.dtypes import FLOAT_DTYPES  # noqa: E402
+
+RESULTS = pathlib.Path(__file__).with_name("results")  # debug_false_alarms_SIDE.csv
+MAX_WEIGHTS = 2_000_000  # the interpreter runs every op in numpy: small programs only
+ODD_SIZES = (1, 63, 65, 129)
+
+
+def shape_sets(name: str) -> list[dict]:
+    """The defaults, and for a kernel every size parameter at each odd size (where accepted)."""
+    entry = CATALOGUE[name]
+    sets = [{}]
+    if entry.kind != "kernel":
+        return sets
+    defaults = entry.resolve({})
+    for size in ODD_SIZES:
+        odd = {p: size for p, v in defaults.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1}
+        try:
+            resolved = entry.resolve(odd)
+        except Exception:  # noqa: BLE001 - sizes that are tied (heads x head_dim) or bounded: skipped
+            continue
+        if entry.n_weights(resolved) <= MAX_WEIGHTS and all(v * 1 <= 4096 for v in odd.values()):
+            sets.append(odd)
+    return sets
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("names", nargs="*")
+    parser.add_argument("--side", choices=("torch", "jax"), default="torch")
+    args = parser.parse_args()
+    names = args.names or [n for n, e in CATALOGUE.items() if e.kind == "kernel" or n == "tiny"]
+    targets = representative_targets()
+    rows, alarms, start = [], [], time.perf_counter()
+    for name in names:
+        for dtype in FLOAT_DTYPES:
+            for shapes in shape_sets(name):
+                cache: dict = {}
+                for target in targets:
+                    t = time.perf_counter()
+                    f = debug(name, target, args.side, shapes, dtype, cache=cache)
+                    worst = max((r.error / r.gate for r in f.rungs if r.ran and r.error is not None and r.gate), default=0.0)
+                    rows.append({"entry": name, "dtype": dtype, "shapes": " ".join(f"{k}={v}" for k, v in shapes.items()) or "defaults",
+                                 "target": target, "side": args.side, "first_divergent_rung": f.first or "",
+                                 "worst_error_over_gate": f"{worst:.3g}", "seconds": f"{time.perf_counter() - t:.2f}"})
+                    if f.first:
+                        alarms.append(rows[-1])
+                        print("ALARM", rows[-1], flush=True)
+    path = RESULTS / f"debug_false_alarms_{args.side}.csv"
+    path.parent.mkdir(exist_ok=True)
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"{len(rows)} clean runs, {len(alarms)} false alarms, {time.perf_counter() - start:.0f} s; wrote {path}")
+    return 1 if alarms else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

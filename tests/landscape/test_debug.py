@@ -1,0 +1,152 @@
+"""`landscape debug`: every planted fault is found at its layer, its rung and its originating op, on
+every family where it applies; clean programs raise no alarm; the stick fault hides behind a
+softmax's argmax; capture failures name the user's line; the CLI's exits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reference.faults import FAULTS, LAYERS, get_fault
+
+pytestmark = [pytest.mark.torch, pytest.mark.jax]
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "docs" / "debug" / "clone_softmax.mlir"
+FAMILY_TARGET = {"gpu": "h100", "tpu": "tpu-v5e", "wafer": "wse-3", "lpu": "groq-lpu", "spyre": "spyre"}
+
+# fault -> (program, shapes, dtype, sides, the origin's op, the families where it shows)
+CASES = {
+    "softmax-no-max": ("softmax", {}, "float16", ("torch", "jax"), "exponential", ("gpu",)),
+    "host-sync": ("softmax", {}, "float32", ("torch", "jax"), "the user's line", ("gpu",)),
+    "layernorm-eps-outside-sqrt": ("layernorm", {}, "float32", ("torch", "jax"), "rsqrt", ("gpu", "spyre")),
+    "fused-reduce-wrong-axis": ("softmax", {}, "float32", ("torch",), "reduce", ("gpu", "tpu", "wafer", "spyre")),
+    "floor-stick-count": ("clone", {"n": 65}, "float16", ("torch", "jax"), "copy of an argument onto the chip", ("spyre", "lpu")),
+    "drop-remainder-tile": ("matmul", {"m": 130, "n": 130}, "float32", ("torch",), "dot_general", ("gpu", "tpu", "spyre")),
+    "early-consumer": ("softmax", {}, "float32", ("torch",), "exponential", ("lpu",)),
+    "free-at-first-use": ("layernorm", {}, "float32", ("torch",), None, ("lpu",)),
+    "dma-length-elements": ("matmul", {}, "float32", ("torch",), "copy of an argument onto the chip", tuple(FAMILY_TARGET)),
+    "fp16-accumulate": ("matmul", {"k": 1024}, "float32", ("torch",), "dot_general", tuple(FAMILY_TARGET)),
+}
+
+
+def test_every_fault_has_a_case_and_every_layer_a_fault():
+    """Each of the eight layers has at least one plantable fault, and each fault a test case here."""
+    assert set(CASES) == {f.name for f in FAULTS}
+    assert {f.layer for f in FAULTS} == {layer.number for layer in LAYERS}
+
+
+def _params():
+    for name, (_, _, _, sides, _, families) in CASES.items():
+        for family in families:
+            for side in sides:
+                yield pytest.param(name, family, side, id=f"{name}-{family}-{side}")
+
+
+@pytest.mark.parametrize("fault, family, side", list(_params()))
+def test_planted_fault_is_found_at_its_layer_and_origin(fault, family, side):
+    """Rule: a planted fault makes its own rung the first divergent one, names its layer, and the
+    teacher-forced run names the op that computes the fault; bisection lands on the same op."""
+    from landscape.debug import debug
+
+    program, shapes, dtype, _, origin_op, _ = CASES[fault]
+    f = debug(program, FAMILY_TARGET[family], side, shapes, dtype, (fault,))
+    planted = get_fault(fault)
+    assert f.first == planted.rung.split("/")[0] or f.first == planted.rung, f.to_dict()
+    assert f.layer.startswith(f"{planted.layer} "), f.layer
+    assert f.origin is not None
+    if origin_op is not None:
+        assert f.origin.op == origin_op, f.origin
+    if planted.rung not in ("R1", "R2"):
+        assert f.bisect and f"({f.origin.key})" in f.bisect, (f.bisect, f.origin)
+        assert any(e.startswith(fault + ":") for e in f.events)
+    assert not [n for n in f.not_planted if n.startswith(fault)]
+
+
+def test_fault_on_a_family_it_does_not_apply_to_is_reported_not_planted():
+    """A fault asked of a family without its mechanism (no SRAM planner on a GPU) is said to be not
+    planted, and the program then agrees at every rung."""
+    from landscape.debug import debug
+
+    f = debug("softmax", "h100", "torch", {}, "float32", ("early-consumer",))
+    assert f.first is None
+    assert f.not_planted and "lpu" in f.not_planted[0]
+
+
+def test_stick_fault_originates_at_the_copy_and_hides_behind_the_argmax(tmp_path):
+    """The course's case: a 65-element fp16 copy onto Spyre whose stick count is floor-divided loses
+    element 64; the softmax and argmax downstream hide it, so the output agrees, and the ladder
+    still finds it at R5, originating at the copy."""
+    from landscape.debug import debug
+
+    f = debug(target="spyre", inject=("floor-stick-count",), from_file=str(DEMO), repro_dir=str(tmp_path))
+    assert f.first == "R5" and f.layer == "5 lowering and layout"
+    assert f.origin.op == "copy of an argument onto the chip"
+    assert f.reaches_output is False
+    assert any("elements 64..64" in e for e in f.events)
+    r5 = next(r for r in f.rungs if r.rung == "R5")
+    assert r5.error <= r5.gate and r5.ops_differ > 0  # the output check passes; the ops do not
+    clean = debug(target="spyre", from_file=str(DEMO))
+    assert clean.first is None
+    # the repro runs again and finds the same divergence
+    again = debug(target="spyre", inject=("floor-stick-count",), from_file=f.repro)
+    assert again.first == "R5" and again.origin.op == f.origin.op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+@pytest.mark.parametrize("name, shapes", [("softmax", {}), ("layernorm", {"m": 63, "d": 65}), ("matmul", {"m": 129, "n": 1, "k": 65}),
+                                          ("clone", {"n": 129}), ("attention", {}), ("block", {})])
+def test_clean_programs_raise_no_alarm(name, shapes, dtype):
+    """Property: with no fault planted, no rung diverges on any of the five families (the full sweep
+    over the catalogue and sizes 1/63/65/129 is benchmarks/debug_false_alarms.py)."""
+    from hardware_models.families import representative_targets
+    from landscape.debug import debug
+
+    cache: dict = {}
+    for target in representative_targets():
+        f = debug(name, target, "torch", shapes, dtype, cache=cache)
+        assert f.first is None, (target, [r.to_dict() for r in f.rungs if not r.ok])
+
+
+def test_capture_failure_names_the_line_and_the_fix():
+    """The course's `.item()` block: the message names the user's file and line, the call, the fix,
+    and what it means on each kind of target."""
+    import inspect
+
+    import pytorch_side.faults as faults
+    from reference.catalogue import get_entry
+    from reference.errors import CaptureFailed
+    from reference.inputs import make_case
+    from pytorch_side.capture import capture
+
+    case = make_case(get_entry("softmax"), get_entry("softmax").resolve({}), "float32", 0)
+    with pytest.raises(CaptureFailed) as err:
+        capture(case, faults.SoftmaxWithHostSync())
+    lines, start = inspect.getsourcelines(faults.SoftmaxWithHostSync.forward)
+    line = start + next(i for i, text in enumerate(lines) if ".item()" in text)
+    message = str(err.value)
+    assert message.startswith(f"line {line} of faults.py calls `.item()` inside forward")
+    assert "torch.where" in message and "compile rejection" in message and "graph break" in message
+    assert "\n" not in message
+
+
+def test_cli_exits_and_json(tmp_path):
+    """Exit 1 when a rung diverges, 0 when none does, 2 with one line for a bad fault name; --json
+    carries the first rung and the origin; --list-faults lists every fault with its layer."""
+    run = lambda *a: subprocess.run([sys.executable, "-m", "landscape.cli", "debug", *a],  # noqa: E731
+                                    capture_output=True, text=True, cwd=tmp_path)
+    bad = run("softmax", "--inject", "no-such-fault")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "valid: softmax-no-max" in bad.stderr
+    listed = run("--list-faults", "--json")
+    assert listed.returncode == 0 and {r["name"] for r in json.loads(listed.stdout)} == {f.name for f in FAULTS}
+    found = run("--from-file", str(DEMO), "--target", "spyre", "--inject", "floor-stick-count", "--json", "--repro-dir", "r")
+    assert found.returncode == 1
+    data = json.loads(found.stdout)
+    assert data["first_divergent_rung"] == "R5" and data["reaches_output"] is False
+    assert (tmp_path / "r" / "clone_softmax-spyre-floor-stick-count.npz").is_file()
+    clean = run("--from-file", str(DEMO), "--target", "spyre")
+    assert clean.returncode == 0 and "no rung diverges" in clean.stdout
