@@ -19,11 +19,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from hardware_models.families import representative_targets  # noqa: E402
 from landscape.debug import debug  # noqa: E402
+from reference.agreement import FRAMEWORK_BYTES, run_memory_bytes  # noqa: E402
 from reference.catalogue import CATALOGUE  # noqa: E402
 from reference.dtypes import FLOAT_DTYPES  # noqa: E402
 
 RESULTS = pathlib.Path(__file__).with_name("results")  # debug_false_alarms_SIDE.csv
 MAX_WEIGHTS = 2_000_000  # the interpreter runs every op in numpy: small programs only
+MAX_RUN_BYTES = 200_000_000  # and keeps every op's values: attention at 129 heads x 129 tokens is skipped
 ODD_SIZES = (1, 63, 65, 129)
 
 
@@ -34,13 +36,17 @@ def shape_sets(name: str) -> list[dict]:
     if entry.kind != "kernel":
         return sets
     defaults = entry.resolve({})
+    sizes = [p for p, v in defaults.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1]
     for size in ODD_SIZES:
-        odd = {p: size for p, v in defaults.items() if isinstance(v, int) and not isinstance(v, bool) and v > 1}
-        try:
-            resolved = entry.resolve(odd)
-        except Exception:  # noqa: BLE001 - sizes that are tied (heads x head_dim) or bounded: skipped
-            continue
-        if entry.n_weights(resolved) <= MAX_WEIGHTS and all(v * 1 <= 4096 for v in odd.values()):
+        odd: dict = {}
+        for p in sizes:  # greedily, every size parameter the entry accepts at this size beside the others
+            try:
+                resolved = entry.resolve({**odd, p: size})
+            except Exception:  # noqa: BLE001 - tied sizes (heads x head_dim) or bounded ones keep their default
+                continue
+            if entry.n_weights(resolved) <= MAX_WEIGHTS and run_memory_bytes(entry, resolved, "float32") - FRAMEWORK_BYTES <= MAX_RUN_BYTES:
+                odd[p] = size
+        if odd:
             sets.append(odd)
     return sets
 

@@ -33,7 +33,14 @@ def lower_function(fn, *args, name: str = "fn", n_params: int = 0, compile_xla: 
     abstract = jax.tree.map(_abstract, args)
     # keep_unused: a weight the program does not read (an expert no token is routed to) is still an
     # argument the chips must hold, as a serving engine loads every weight
-    traced = jax.jit(fn, keep_unused=True).trace(*abstract)
+    from reference.errors import DATA_DEPENDENT, CaptureFailed
+
+    try:
+        traced = jax.jit(fn, keep_unused=True).trace(*abstract)
+    except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
+        if type(err).__name__ in DATA_DEPENDENT:
+            raise CaptureFailed.from_exception(err, "jax.jit's trace") from err
+        raise
     lowered = traced.lower()
     text = lowered.as_text(debug_info=True)
     stages = {"jaxpr": str(traced.jaxpr), "stablehlo": lowered.as_text()}

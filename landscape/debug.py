@@ -207,6 +207,40 @@ def _from_file(path: str) -> Program:
     return Program(lowering.name, "file", _program_dtype(lowering.module), lowering, args, reference)
 
 
+# The traces the ladder holds at once (the clean and faulted R3, the rung below, the rung, a forced run).
+TRACES_HELD = 5
+
+
+def check_trace_memory(module, label: str) -> int:
+    """The bytes of one trace (every op's results, each call instance once per call site), refused
+    when the traces the ladder holds exceed half the memory available now.
+
+    Raises:
+        TooLargeToRun: with the estimate and what is available.
+    """
+    from reference.agreement import available_memory_bytes
+    from reference.errors import MalformedInput
+    from reference.units import format_bytes
+
+    def walk(fn_name: str, depth: int = 0) -> int:
+        total = 0
+        for op in module.function(fn_name).ops:
+            total += sum(t.nbytes for t in op.result_types)
+            if op.short_name == "call" and op.callee and depth < 16:
+                total += walk(op.callee, depth + 1)
+            for region in op.regions:
+                total += sum(sum(t.nbytes for t in o.result_types) for o in region.ops)
+        return total
+
+    one = walk(module.entry)
+    available = available_memory_bytes()
+    if available is not None and TRACES_HELD * one > available // 2:
+        raise MalformedInput(f"{label}: debugging keeps every op's values for op-by-op comparison, about "
+                             f"{format_bytes(TRACES_HELD * one)}, more than half the {format_bytes(available)} available now; "
+                             "choose smaller shapes (--shape)")
+    return one
+
+
 # -- the ladder
 def debug(name: str | None = None, target: str = "h100", side: str = "torch", shapes: dict | None = None,
           dtype: str = "float32", inject: tuple[str, ...] = (), from_file: str | None = None, seed: int = 0,
@@ -260,6 +294,7 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
             cache[key] = (program, done)
         if program is None:
             return finding
+    check_trace_memory(program.lowering.module, program.name)
     bound = gate(program.dtype, program.reduction)
     for r in finding.rungs:
         if r.rung == "R0" and r.gate is None:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from pytorch_side.kernels import build
-from pytorch_side.lower import _ParamsAsInputs, lower_module
+from pytorch_side.lower import _ParamsAsInputs, lower_module, quiet
 from pytorch_side.params import load_weights, to_numpy, to_torch
 from pytorch_side.run import run_module
 from reference.errors import CaptureFailed
@@ -51,28 +51,6 @@ class Captured:
             out = graph(state, *(to_torch(x) for x in case.inputs.values()))
         out = out if isinstance(out, (tuple, list)) else (out,)
         return tuple(to_numpy(o).astype(np.float64) for o in out)
-
-
-def quiet():
-    """torch.export's own logging muted: on a failure it prints the partial graph, and the
-    debugger says what failed in one line instead."""
-    import contextlib
-    import logging
-
-    @contextlib.contextmanager
-    def muted():
-        loggers = [logging.getLogger(n) for n in ("torch.export", "torch._dynamo", "torch.fx.experimental.symbolic_shapes",
-                                                    "torch._export", "torch.fx", "torch")]
-        levels = [lg.level for lg in loggers]
-        for lg in loggers:
-            lg.setLevel(logging.CRITICAL)
-        try:
-            yield
-        finally:
-            for lg, level in zip(loggers, levels):
-                lg.setLevel(level)
-
-    return muted()
 
 
 def module_for(case: Case, module: torch.nn.Module | None = None) -> torch.nn.Module:

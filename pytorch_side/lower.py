@@ -37,6 +37,26 @@ class _ParamsAsInputs(nn.Module):
         return torch.func.functional_call(self._held[0], params, inputs)
 
 
+def quiet():
+    """torch.export's own output muted for the call (its loggers, and the partial graph it prints
+    to stderr on a failure): the caller says what failed in one line instead."""
+    import contextlib
+    import io
+    import logging
+
+    @contextlib.contextmanager
+    def muted():
+        previous = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                yield
+        finally:
+            logging.disable(previous)
+
+    return muted()
+
+
 def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
     """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
 
@@ -50,10 +70,19 @@ def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lo
     params = dict(module.named_parameters())
     buffers = dict(module.named_buffers())
     state = {**params, **buffers}
+    from reference.errors import DATA_DEPENDENT, CaptureFailed
+
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), quiet():
             warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
             exported = torch.export.export(_ParamsAsInputs(module), (state, *example_inputs))
+    except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
+        if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
+            raise CaptureFailed.from_exception(err, "torch.export") from err
+        raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
             mlir_module = fx.export_and_import(exported, output_type="stablehlo")
     except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
         raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err

@@ -161,6 +161,12 @@ _HOST_SYNCS = (
 )
 
 
+# The errors a capture raises on data-dependent control flow or a host sync (torch.export; JAX's tracer).
+DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException", "ConcretizationTypeError",
+                  "TracerBoolConversionError", "TracerIntegerConversionError", "TracerArrayConversionError",
+                  "data-dependent")
+
+
 class CaptureFailed(LoweringFailed):
     """A graph capture (torch.export, jax.jit's trace) that could not follow forward: data-dependent
     control flow or a host sync. The message names the user's file and line and the fix; on a
@@ -186,10 +192,13 @@ class CaptureFailed(LoweringFailed):
         if not user:
             return cls(f"{tool} could not capture forward: {kind}: {first}", cause=kind)
         frame = user[-1]
+        name = frame.filename.rsplit("/", 1)[-1]
+        if kind not in DATA_DEPENDENT and not any(k in str(err) for k in DATA_DEPENDENT):
+            return cls(f"line {frame.lineno} of {name} (in {frame.name}): {tool} could not capture forward: {kind}: {first}",
+                       frame.filename, frame.lineno, kind)
         text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
         what, fix = next(((w, f) for key, w, f in _HOST_SYNCS if key in text),
                          ("depends on a tensor's value", "compute it with tensor ops, not Python values"))
-        name = frame.filename.rsplit("/", 1)[-1]
         where = ("on a target with no eager fallback (TPU, Spyre, LPU, wafer) this is a compile rejection; on a GPU, "
                  "torch.compile makes it a graph break" if tool.startswith("torch") else
                  "jax.jit has no eager fallback, so it is a compile rejection on every target")

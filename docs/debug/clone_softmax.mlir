@@ -1,39 +1,76 @@
+#loc1 = loc("x")
+#loc3 = loc("/work/main/docs/debug/make_clone_softmax.py":22:14 to :84)
+#loc5 = loc("/work/main/docs/debug/make_clone_softmax.py":18:11 to :36)
+#loc7 = loc("reduce")
+#loc9 = loc("<module>"(#loc3))
+#loc11 = loc("clone_softmax"(#loc5))
+#loc13 = loc("reduce:"(#loc7))
+#loc17 = loc(callsite(#loc11 at #loc9))
+#loc29 = loc("jit(clone_softmax)"(#loc17))
 module @jit_clone_softmax attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%arg0: tensor<65xf16>) -> (tensor<i32> {jax.result_info = "result"}) {
-    %0 = stablehlo.convert %arg0 : (tensor<65xf16>) -> tensor<65xf32>
-    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.maximum across dimensions = [0] : (tensor<65xf32>, tensor<f32>) -> tensor<f32>
-    %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %2 = stablehlo.maximum %cst_0, %1 : tensor<f32>
-    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> tensor<1xf32>
-    %4 = stablehlo.broadcast_in_dim %3, dims = [0] : (tensor<1xf32>) -> tensor<65xf32>
-    %5 = stablehlo.subtract %0, %4 : tensor<65xf32>
-    %6 = stablehlo.exponential %5 : tensor<65xf32>
-    %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %7 = stablehlo.reduce(%6 init: %cst_1) applies stablehlo.add across dimensions = [0] : (tensor<65xf32>, tensor<f32>) -> tensor<f32>
-    %8 = stablehlo.broadcast_in_dim %7, dims = [] : (tensor<f32>) -> tensor<1xf32>
-    %9 = stablehlo.broadcast_in_dim %8, dims = [0] : (tensor<1xf32>) -> tensor<65xf32>
-    %10 = stablehlo.divide %6, %9 : tensor<65xf32>
-    %11 = call @argmax(%10) : (tensor<65xf32>) -> tensor<i32>
-    return %11 : tensor<i32>
-  }
-  func.func private @argmax(%arg0: tensor<65xf32>) -> tensor<i32> {
-    %0 = stablehlo.iota dim = 0 : tensor<65xi32>
-    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
-    %c = stablehlo.constant dense<0> : tensor<i32>
+  func.func public @main(%arg0: tensor<65xf16> loc("x")) -> (tensor<i32> {jax.result_info = "result"}) {
+    %0 = stablehlo.convert %arg0 : (tensor<65xf16>) -> tensor<65xf32> loc(#loc21)
+    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32> loc(#loc22)
+    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.maximum across dimensions = [0] : (tensor<65xf32>, tensor<f32>) -> tensor<f32> loc(#loc22)
+    %cst_0 = stablehlo.constant dense<0xFF800000> : tensor<f32> loc(#loc16)
+    %2 = stablehlo.maximum %cst_0, %1 : tensor<f32> loc(#loc23)
+    %3 = stablehlo.broadcast_in_dim %2, dims = [] : (tensor<f32>) -> tensor<1xf32> loc(#loc24)
+    %4 = stablehlo.broadcast_in_dim %3, dims = [0] : (tensor<1xf32>) -> tensor<65xf32> loc(#loc25)
+    %5 = stablehlo.subtract %0, %4 : tensor<65xf32> loc(#loc25)
+    %6 = stablehlo.exponential %5 : tensor<65xf32> loc(#loc26)
+    %cst_1 = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc27)
+    %7 = stablehlo.reduce(%6 init: %cst_1) applies stablehlo.add across dimensions = [0] : (tensor<65xf32>, tensor<f32>) -> tensor<f32> loc(#loc27)
+    %8 = stablehlo.broadcast_in_dim %7, dims = [] : (tensor<f32>) -> tensor<1xf32> loc(#loc24)
+    %9 = stablehlo.broadcast_in_dim %8, dims = [0] : (tensor<1xf32>) -> tensor<65xf32> loc(#loc28)
+    %10 = stablehlo.divide %6, %9 : tensor<65xf32> loc(#loc28)
+    %11 = call @argmax(%10) : (tensor<65xf32>) -> tensor<i32> loc(#loc29)
+    return %11 : tensor<i32> loc(#loc16)
+  } loc(#loc)
+  func.func private @argmax(%arg0: tensor<65xf32> loc("jit(clone_softmax)"(#loc17))) -> tensor<i32> {
+    %0 = stablehlo.iota dim = 0 : tensor<65xi32> loc(#loc18)
+    %cst = stablehlo.constant dense<0xFF800000> : tensor<f32> loc(#loc12)
+    %c = stablehlo.constant dense<0> : tensor<i32> loc(#loc12)
     %1:2 = stablehlo.reduce(%arg0 init: %cst), (%0 init: %c) across dimensions = [0] : (tensor<65xf32>, tensor<65xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)
-     reducer(%arg1: tensor<f32>, %arg3: tensor<f32>) (%arg2: tensor<i32>, %arg4: tensor<i32>)  {
-      %2 = stablehlo.compare GT, %arg1, %arg3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      %3 = stablehlo.compare NE, %arg1, %arg1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      %4 = stablehlo.or %2, %3 : tensor<i1>
-      %5 = stablehlo.compare EQ, %arg1, %arg3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      %6 = stablehlo.compare LT, %arg2, %arg4, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
-      %7 = stablehlo.and %5, %6 : tensor<i1>
-      %8 = stablehlo.or %4, %7 : tensor<i1>
-      %9 = stablehlo.select %4, %arg1, %arg3 : tensor<i1>, tensor<f32>
-      %10 = stablehlo.select %8, %arg2, %arg4 : tensor<i1>, tensor<i32>
-      stablehlo.return %9, %10 : tensor<f32>, tensor<i32>
-    }
-    return %1#1 : tensor<i32>
-  }
-}
+     reducer(%arg1: tensor<f32> loc("reduce:"(#loc7)), %arg3: tensor<f32> loc("reduce:"(#loc7))) (%arg2: tensor<i32> loc("reduce:"(#loc7)), %arg4: tensor<i32> loc("reduce:"(#loc7)))  {
+      %2 = stablehlo.compare GT, %arg1, %arg3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc30)
+      %3 = stablehlo.compare NE, %arg1, %arg1, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc31)
+      %4 = stablehlo.or %2, %3 : tensor<i1> loc(#loc32)
+      %5 = stablehlo.compare EQ, %arg1, %arg3, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc33)
+      %6 = stablehlo.compare LT, %arg2, %arg4, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1> loc(#loc34)
+      %7 = stablehlo.and %5, %6 : tensor<i1> loc(#loc35)
+      %8 = stablehlo.or %4, %7 : tensor<i1> loc(#loc32)
+      %9 = stablehlo.select %4, %arg1, %arg3 : tensor<i1>, tensor<f32> loc(#loc36)
+      %10 = stablehlo.select %8, %arg2, %arg4 : tensor<i1>, tensor<i32> loc(#loc36)
+      stablehlo.return %9, %10 : tensor<f32>, tensor<i32> loc(#loc19)
+    } loc(#loc19)
+    return %1#1 : tensor<i32> loc(#loc29)
+  } loc(#loc29)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("/work/main/docs/debug/make_clone_softmax.py":17:35 to :56)
+#loc4 = loc("/work/main/docs/debug/make_clone_softmax.py":17:20 to :57)
+#loc6 = loc("argmax")
+#loc8 = loc("clone_softmax"(#loc2))
+#loc10 = loc("clone_softmax"(#loc4))
+#loc12 = loc("argmax:"(#loc6))
+#loc14 = loc(callsite(#loc8 at #loc9))
+#loc15 = loc(callsite(#loc10 at #loc9))
+#loc16 = loc("jit(clone_softmax)"(#loc9))
+#loc18 = loc("iota"(#loc11))
+#loc19 = loc("reduce"(#loc11))
+#loc20 = loc(callsite(#loc11 at #loc11))
+#loc21 = loc("jit(clone_softmax)/convert_element_type"(#loc14))
+#loc22 = loc("jit(clone_softmax)/reduce_max"(#loc15))
+#loc23 = loc("jit(clone_softmax)/max"(#loc15))
+#loc24 = loc("jit(clone_softmax)/broadcast_in_dim"(#loc15))
+#loc25 = loc("jit(clone_softmax)/sub"(#loc15))
+#loc26 = loc("jit(clone_softmax)/exp"(#loc15))
+#loc27 = loc("jit(clone_softmax)/reduce_sum"(#loc15))
+#loc28 = loc("jit(clone_softmax)/div"(#loc15))
+#loc30 = loc("gt"(#loc20))
+#loc31 = loc("ne"(#loc20))
+#loc32 = loc("or"(#loc20))
+#loc33 = loc("eq"(#loc20))
+#loc34 = loc("lt"(#loc20))
+#loc35 = loc("and"(#loc20))
+#loc36 = loc("select_n"(#loc20))

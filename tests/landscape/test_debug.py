@@ -150,3 +150,26 @@ def test_cli_exits_and_json(tmp_path):
     assert (tmp_path / "r" / "clone_softmax-spyre-floor-stick-count.npz").is_file()
     clean = run("--from-file", str(DEMO), "--target", "spyre")
     assert clean.returncode == 0 and "no rung diverges" in clean.stdout
+
+
+def test_lowering_a_users_module_names_the_line_too():
+    """The ordinary lowering path (`hlo`, `estimate` on a user's module) raises the same one-line
+    CaptureFailed for data-dependent control flow, on both sides, and prints no partial graph."""
+    import contextlib
+    import io
+
+    import jax.numpy as jnp
+    import torch
+
+    from jax_side.faults import softmax_with_host_sync
+    from jax_side.lower import lower_function
+    from pytorch_side.faults import SoftmaxWithHostSync
+    from pytorch_side.lower import lower_module
+    from reference.errors import CaptureFailed
+
+    stderr = io.StringIO()
+    with contextlib.redirect_stderr(stderr), pytest.raises(CaptureFailed, match=r"^line \d+ of faults.py calls `.item\(\)`"):
+        lower_module(SoftmaxWithHostSync(), torch.zeros(4, 4))
+    assert "def forward" not in stderr.getvalue()
+    with pytest.raises(CaptureFailed, match=r"compile rejection on every target"):
+        lower_function(softmax_with_host_sync, jnp.zeros((4, 4)))
