@@ -38,7 +38,7 @@ from hardware_models.passes.allocate_sram import sram_slots
 from hardware_models.plan import Plan, ceil_div
 from hardware_models.target import Target
 from reference.ir import Module, Op
-from reference.ir.interpret import Interpreter, as_type, dot_general, numpy_type
+from reference.ir.interpret import Interpreter, as_matmul, as_type, dot_general, numpy_type
 
 RUNGS = ("R4", "R5", "R6", "R7")
 LEVEL = {rung: i for i, rung in enumerate(RUNGS, start=4)}
@@ -71,7 +71,6 @@ class Execution:
         self.planned = {p.results[0]: p for p in self.plan.ops if p.op.results}
         self.group_of = {i: g for g in self.plan.groups for i in g.members}
         self.rng = np.random.default_rng(self.stale_seed)
-        self.arguments = {name for name, _ in self.module.main.args}
         self.scale = 1.0
         self._sram_setup()
 
@@ -222,18 +221,11 @@ class Execution:
     @staticmethod
     def fp16_dot(a, b, d) -> np.ndarray:
         """The fault: the products summed in fp16, one rounding per step along k."""
-        a_free = [i for i in range(a.ndim) if i not in d.lhs_batch and i not in d.lhs_contracting]
-        b_free = [i for i in range(b.ndim) if i not in d.rhs_batch and i not in d.rhs_contracting]
-        at = np.transpose(a, (*d.lhs_batch, *a_free, *d.lhs_contracting)).astype(np.float32)
-        bt = np.transpose(b, (*d.rhs_batch, *d.rhs_contracting, *b_free)).astype(np.float32)
-        batch = at.shape[:len(d.lhs_batch)]
-        m = math.prod(at.shape[len(batch):len(batch) + len(a_free)])
-        k = math.prod(at.shape[len(batch) + len(a_free):])
-        at, bt = at.reshape((*batch, m, k)), bt.reshape((*batch, k, -1))
-        total = np.zeros((*batch, m, bt.shape[-1]), np.float16)
-        for step in range(k):
-            total = (total.astype(np.float32) + at[..., :, step:step + 1] * bt[..., step:step + 1, :]).astype(np.float16)
-        return total.astype(np.float32).reshape((*batch, *(a.shape[i] for i in a_free), *(b.shape[i] for i in b_free)))
+        am, bm, shape = as_matmul(a.astype(np.float32), b.astype(np.float32), d)
+        total = np.zeros((*am.shape[:-1], bm.shape[-1]), np.float16)
+        for step in range(am.shape[-1]):
+            total = (total.astype(np.float32) + am[..., :, step:step + 1] * bm[..., step:step + 1, :]).astype(np.float16)
+        return total.astype(np.float32).reshape(shape)
 
     # -- R6: DMA and the LPU's SRAM
     def dma(self, name: str, x: np.ndarray, key: str) -> np.ndarray:

@@ -258,7 +258,6 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     from hardware_models.execute_plan import run_plan
     from hardware_models.pipelines import compile_plan
     from hardware_models.target import get_target
-    from reference.errors import CaptureFailed
     from reference.faults import decomposition_hook
     from reference.ir.interpret import trace_values
 
@@ -317,7 +316,7 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     finding.rungs.append(rung3)
     if not rung3.ok and finding.first is None:
         finding.first = "R3"
-        _locate(finding, module, program.args, clean_trace, trace3, bound, back, program.reference,
+        _locate(finding, module, clean_trace, trace3, bound,
                 lambda steps, force=None: trace_values(module, program.args, decomposition_hook(module, steps)[0], force),
                 list(clean_trace))
 
@@ -338,7 +337,7 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         if not record.ok and finding.first is None:
             finding.first = rung
             below = below_trace
-            _locate(finding, module, program.args, below, trace, rung_bound, back, program.reference,
+            _locate(finding, module, below, trace, rung_bound,
                     lambda steps, force=None, r=rung: run_plan(module, plan, tgt, program.args, r, faults, steps, force, seed,
                                                                decomposition_hook(module)[0] if decompose else None)[:2],
                     list(below))
@@ -440,7 +439,7 @@ def _site(module, key: str) -> OpSite:
     return OpSite(key, op.short_name, op.origin.scope, op.origin.source)
 
 
-def _locate(finding, module, args, below: dict, trace: dict, bound, back, reference, rerun, order: list[str]):
+def _locate(finding, module, below: dict, trace: dict, bound, rerun, order: list[str]):
     """Origin (teacher-forced), manifests (free-running), reach, and the bisected sub-step."""
     _, forced = rerun(None, below)
     origin = next((k for k in order if k in forced and op_differs(forced[k], below[k], bound)), None)
@@ -466,6 +465,11 @@ def _locate(finding, module, args, below: dict, trace: dict, bound, back, refere
         finding.bisect = f"sub-step {lo + 1} of {len(order)} ({order[lo]}), in {runs} runs"
 
 
+# An op in its dtype against its float64 twin is allowed NUMERICS_SLACK times the program's gate
+# (chosen, not fitted: one op's rounding is far below the gate, an overflow or a lost max far above).
+NUMERICS_SLACK = 4
+
+
 def _locate_numerics(finding, program: Program, bound: float):
     """R1 diverged: teacher-force the lowered program in its dtype against its float64 twin."""
     from reference.ir.interpret import trace_values, widened
@@ -474,10 +478,10 @@ def _locate_numerics(finding, program: Program, bound: float):
     _, wide = trace_values(widened(module), program.args)
     _, forced = trace_values(module, program.args, force=wide)
     order = list(forced)
-    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], bound * 4)), None)
+    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], NUMERICS_SLACK * bound)), None)
     _, free = trace_values(module, program.args)
     finding.origin = _site(module, origin) if origin else None
-    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], bound * 4)]
+    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], NUMERICS_SLACK * bound)]
     finding.reaches_output = True
 
 

@@ -395,8 +395,9 @@ def _simple_comparator(body: Block) -> str | None:
     return None
 
 
-def dot_general(a: np.ndarray, b: np.ndarray, d) -> np.ndarray:
-    """stablehlo.dot_general: result dims are batch, lhs free, rhs free (in operand order)."""
+def as_matmul(a: np.ndarray, b: np.ndarray, d) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """A dot_general's operands as batched matrices [*batch, m, k] and [*batch, k, n], and the shape
+    of its result: batch, lhs free, rhs free dims (in operand order)."""
     a_free = [i for i in range(a.ndim) if i not in d.lhs_batch and i not in d.lhs_contracting]
     b_free = [i for i in range(b.ndim) if i not in d.rhs_batch and i not in d.rhs_contracting]
     at = np.transpose(a, (*d.lhs_batch, *a_free, *d.lhs_contracting))
@@ -405,8 +406,14 @@ def dot_general(a: np.ndarray, b: np.ndarray, d) -> np.ndarray:
     m = math.prod(at.shape[len(batch):len(batch) + len(a_free)])
     k = math.prod(at.shape[len(batch) + len(a_free):])
     n = math.prod(bt.shape[len(batch) + len(d.rhs_contracting):])
-    out = np.matmul(at.reshape((*batch, m, k)), bt.reshape((*batch, k, n)))
-    return out.reshape((*batch, *(a.shape[i] for i in a_free), *(b.shape[i] for i in b_free)))
+    shape = (*batch, *(a.shape[i] for i in a_free), *(b.shape[i] for i in b_free))
+    return at.reshape((*batch, m, k)), bt.reshape((*batch, k, n)), shape
+
+
+def dot_general(a: np.ndarray, b: np.ndarray, d) -> np.ndarray:
+    """stablehlo.dot_general: result dims are batch, lhs free, rhs free (in operand order)."""
+    am, bm, shape = as_matmul(a, b, d)
+    return np.matmul(am, bm).reshape(shape)
 
 
 def convolution(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
