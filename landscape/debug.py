@@ -113,47 +113,53 @@ class Finding:
 
 
 # -- comparisons
-def normwise(actual, expected) -> float:
-    """max|a - b| / max|b| over every output (inf where a is not finite where b is)."""
-    worst = 0.0
+def measure(actual, expected, tol) -> tuple[float, float]:
+    """(error, gate) of the worst output, both relative to the output's scale max|b|: error is
+    max|a - b| / max|b| (normwise), gate the tolerance policy's bound at that scale, atol + rtol
+    max|b|, over max|b|; error <= gate exactly when the outputs agree. An all-zero output is
+    measured absolutely; a value that is not finite where the other is has an infinite error."""
+    worst = (0.0, tol.bound(1.0), -math.inf)
     for a, b in zip(actual, expected):
         with np.errstate(invalid="ignore", over="ignore"):  # a NaN or infinity widened is still one
             a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
         if a.shape != b.shape:
-            return math.inf
+            return math.inf, tol.bound(1.0)
         if not a.size:
             continue
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         if same.all():
             continue
         if not np.isfinite(a[~same]).all() or not np.isfinite(b[~same]).all():
-            return math.inf
-        scale = float(np.max(np.abs(b[np.isfinite(b)]))) if np.isfinite(b).any() else 0.0
+            return math.inf, tol.bound(1.0)
+        scale = float(np.max(np.abs(b)))
         err = float(np.max(np.abs(a[~same] - b[~same])))
-        worst = max(worst, err / scale if scale > 0 else math.inf)
-    return worst
+        ratio = err / tol.bound(scale)
+        if ratio > worst[2]:
+            worst = (err / scale, tol.bound(scale) / scale, ratio) if scale > 0 else (err, tol.atol, ratio)
+    return worst[0], worst[1]
 
 
-def gate(dtype: str, reduction: int = 0) -> float:
-    """The relative bound a rung's outputs must meet: the tolerance policy's at unit scale, for
-    the program's longest reduction (reference.tolerance)."""
+def gate(dtype: str, reduction: int = 0):
+    """The tolerance a rung's outputs must meet (reference.tolerance, for the program's longest reduction)."""
     from reference.tolerance import tolerance_for
 
-    return tolerance_for(dtype, reduction).bound(1.0)
+    return tolerance_for(dtype, reduction)
 
 
-def op_differs(a: tuple, b: tuple, bound: float) -> bool:
+def op_differs(a: tuple, b: tuple, tol) -> bool:
     for x, y in zip(a, b):
         x, y = np.asarray(x), np.asarray(y)
         if x.dtype.kind in "biu" or y.dtype.kind in "biu":
             if not np.array_equal(x, y):
                 return True
-        elif normwise((x,), (y,)) > bound:
-            return True
+        else:
+            error, limit = measure((x,), (y,), tol)
+            if error > limit:
+                return True
     return False
 
 
-def differing_ops(trace: dict, below: dict, bound: float) -> list[str]:
+def differing_ops(trace: dict, below: dict, bound) -> list[str]:
     return [k for k, v in trace.items() if k in below and op_differs(v, below[k], bound)]
 
 
@@ -297,17 +303,17 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     bound = gate(program.dtype, program.reduction)
     for r in finding.rungs:
         if r.rung == "R0" and r.gate is None:
-            r.error, r.gate = 0.0, bound
+            r.error, r.gate = 0.0, bound.bound(1.0)
     back = (lambda outs: tuple(np.asarray(o).transpose(program.out_perm) for o in outs)) if program.out_perm else (lambda o: o)
     module = program.lowering.module
 
     # R3: the lowered IR interpreted, with the decomposition fault's rewrites
     clean_out, clean_trace = trace_values(module, program.args)
-    finding.noise_floor = normwise(back(clean_out), program.reference)
+    finding.noise_floor = measure(back(clean_out), program.reference, bound)[0]
     decompose = "layernorm-eps-outside-sqrt" in faults
     hook, sites = decomposition_hook(module) if decompose else (None, [])
     out3, trace3 = trace_values(module, program.args, hook)
-    rung3 = Rung("R3", normwise(back(out3), program.reference), bound)
+    rung3 = Rung("R3", *measure(back(out3), program.reference, bound))
     if decompose:
         rung3.ops_differ = len(differing_ops(trace3, clean_trace, bound))
         finding.events += [f"layernorm-eps-outside-sqrt: {s}: rsqrt(var + eps) computed as 1 / (sqrt(var) + eps)" for s in sites]
@@ -328,8 +334,12 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         base = decomposition_hook(module)[0] if decompose else None
         out, trace, events = run_plan(module, plan, tgt, program.args, rung, faults, stale_seed=seed, base=base)
         rung_bound = gate(narrow, program.reduction) if rung == "R7" else bound
-        record = Rung(rung, normwise(back(out), program.reference), rung_bound)
-        record.ops_differ = len(differing_ops(trace, below_trace, rung_bound))
+        record = Rung(rung, *measure(back(out), program.reference, rung_bound))
+        if rung == "R7":  # its arithmetic changes: each op fed the rung below's inputs must stay within the gate
+            forced = run_plan(module, plan, tgt, program.args, rung, faults, None, below_trace, seed, base)[1]
+            record.ops_differ = len(differing_ops(forced, below_trace, rung_bound))
+        else:  # the rest compute what the rung below does: every op, free-running, must agree
+            record.ops_differ = len(differing_ops(trace, below_trace, rung_bound))
         if rung == "R7" and narrow != program.dtype:
             record.note = f"runs as {narrow} on {tgt.name}: gated at {narrow}'s tolerance"
         finding.rungs.append(record)
@@ -394,9 +404,9 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
                 finding.not_planted.append(f"{f}: it is planted in the softmax entry's forward, not {entry.name}")
     reference = case.reference()
     bound = gate(dtype, reduction)
-    finding.rungs.append(Rung("R0", 0.0, bound, note="the float64 reference of the spec"))
+    finding.rungs.append(Rung("R0", 0.0, bound.bound(1.0), note="the float64 reference of the spec"))
     eager = sidemod.eager(case, planted)
-    r1 = Rung("R1", normwise(eager, reference), bound)
+    r1 = Rung("R1", *measure(eager, reference, bound))
     finding.rungs.append(r1)
     try:
         captured = sidemod.capture(case, planted)
@@ -408,7 +418,7 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
         finding.reaches_output = None
         return None
     replay = captured.replay(fresh)
-    r2 = Rung("R2", normwise(replay, captured.eager(fresh)), bound,
+    r2 = Rung("R2", *measure(replay, captured.eager(fresh), bound),
               note="replayed on fresh inputs (seed + 1) against R1 on the same inputs")
     finding.rungs.append(r2)
     out_perm = sidemod.LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
@@ -470,7 +480,7 @@ def _locate(finding, module, below: dict, trace: dict, bound, rerun, order: list
 NUMERICS_SLACK = 4
 
 
-def _locate_numerics(finding, program: Program, bound: float):
+def _locate_numerics(finding, program: Program, bound):
     """R1 diverged: teacher-force the lowered program in its dtype against its float64 twin."""
     from reference.ir.interpret import trace_values, widened
 
@@ -478,10 +488,10 @@ def _locate_numerics(finding, program: Program, bound: float):
     _, wide = trace_values(widened(module), program.args)
     _, forced = trace_values(module, program.args, force=wide)
     order = list(forced)
-    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], NUMERICS_SLACK * bound)), None)
+    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], bound.widened(NUMERICS_SLACK))), None)
     _, free = trace_values(module, program.args)
     finding.origin = _site(module, origin) if origin else None
-    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], NUMERICS_SLACK * bound)]
+    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], bound.widened(NUMERICS_SLACK))]
     finding.reaches_output = True
 
 
