@@ -17,7 +17,8 @@ First divergence:
     3. The rung's sub-steps (the ops where its own behaviour runs) are bisected to the first bad
        one, as PyTorch's compiler bisector bisects passes.
     4. The repro: the program's StableHLO and its arguments (.npz), which `landscape debug
-       --from-file` runs again.
+       --from-file` runs again; where the origin is an op of main, also the program shrunk to
+       end at that op (reference.ir.shrink).
 A divergence in R1 is located in the lowered program by teacher-forcing it in its own dtype
 against its float64 twin; a capture failure (R2) names the user's line.
 """
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from landscape.outputs import write_file
 from reference.faults import FAULTS, LAYERS, RUNG_NAMES, get_fault
 
 SIDES = ("torch", "jax")
@@ -89,6 +91,7 @@ class Finding:
     repro: str = ""
     capture_error: str = ""
     not_planted: list[str] = field(default_factory=list)
+    shrunk: str = ""
 
     @property
     def layer(self) -> str:
@@ -108,7 +111,7 @@ class Finding:
                 "faults": list(self.faults), "rungs": [r.to_dict() for r in self.rungs], "first_divergent_rung": self.first,
                 "layer": self.layer, "origin": site(self.origin), "manifests": [site(m) for m in self.manifests],
                 "reaches_output": self.reaches_output, "bisect": self.bisect, "noise_floor": self.noise_floor,
-                "events": self.events, "repro": self.repro, "capture_error": self.capture_error,
+                "events": self.events, "repro": self.repro, "shrunk_repro": self.shrunk, "capture_error": self.capture_error,
                 "not_planted": self.not_planted}
 
 
@@ -497,8 +500,6 @@ def _locate_numerics(finding, program: Program, bound):
 
 def _write_repro(program: Program, finding: Finding, directory: str) -> str:
     """The program's StableHLO and arguments, written for `landscape debug --from-file`."""
-    from landscape.outputs import write_file
-
     Path(directory).mkdir(parents=True, exist_ok=True)
     base = Path(directory) / f"{Path(program.name).stem}-{finding.target}-{'-'.join(finding.faults) or 'clean'}"
     text = program.lowering.stages.get("stablehlo") or ""
@@ -509,7 +510,32 @@ def _write_repro(program: Program, finding: Finding, directory: str) -> str:
     arrays = {f"arg{i}": (np.asarray(a).astype(np.float32) if np.asarray(a).dtype.kind == "V" else np.asarray(a))
               for i, a in enumerate(program.args)}
     write_file(Path(str(base) + ".npz"), writer=lambda tmp: np.savez(tmp, **arrays))
+    _shrink(finding, text, base, arrays)
     return str(mlir)
+
+
+def _shrink(finding: Finding, text: str, base: Path, arrays: dict) -> None:
+    """The smallest cut of main that still diverges at the same rung: cut after the originating op,
+    else after the last op of main where the fault shows (a fault that needs the ops after its
+    origin, as a fusion does); each cut is debugged again and kept only if it reproduces."""
+    from reference.errors import LandscapeError
+    from reference.ir.shrink import truncate_at
+
+    sites = [s.key for s in ([finding.origin] if finding.origin else []) + finding.manifests[::-1]]
+    cuts = list(dict.fromkeys(k for k in sites if k.startswith("main%") and ":" not in k and "landscape." not in k))
+    path = Path(str(base) + "-shrunk.mlir")
+    for cut in cuts[:2]:
+        try:
+            write_file(path, truncate_at(text, cut[len("main"):]))
+            write_file(Path(str(base) + "-shrunk.npz"), writer=lambda tmp: np.savez(tmp, **arrays))
+            again = debug(target=finding.target, inject=finding.faults, from_file=str(path))
+        except LandscapeError:
+            continue
+        if again.first == finding.first:
+            finding.shrunk = str(path)
+            return
+    for leftover in (path, Path(str(base) + "-shrunk.npz")):
+        leftover.unlink(missing_ok=True)
 
 
 def list_faults() -> list[dict]:
@@ -552,6 +578,8 @@ def render(finding: Finding) -> str:
         if finding.repro:
             lines.append(f"  repro: landscape debug --from-file {finding.repro} --target {finding.target}"
                          + "".join(f" --inject {f}" for f in finding.faults))
+        if finding.shrunk:
+            lines.append(f"  shrunk: {finding.shrunk} (main cut after the originating op, which it returns)")
     for e in finding.events:
         lines.append(f"  event: {e}")
     for n in finding.not_planted:

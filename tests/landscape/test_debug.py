@@ -173,3 +173,21 @@ def test_lowering_a_users_module_names_the_line_too():
     assert "def forward" not in stderr.getvalue()
     with pytest.raises(CaptureFailed, match=r"compile rejection on every target"):
         lower_function(softmax_with_host_sync, jnp.zeros((4, 4)))
+
+
+def test_shrunk_repro_ends_at_the_origin_and_still_diverges(tmp_path):
+    """The repro cut after the originating op returns that op's value, and debugging it again
+    finds the same rung and the same kind of op; a fault that needs the ops after its origin (a
+    fusion's neighbours) is cut after the last op it shows in instead."""
+    from landscape.debug import debug
+    from reference.ir import parse_stablehlo
+
+    f = debug("layernorm", "h100", "torch", {}, "float32", ("layernorm-eps-outside-sqrt",), repro_dir=str(tmp_path))
+    assert f.shrunk and f.origin.op == "rsqrt"
+    shrunk = parse_stablehlo(Path(f.shrunk).read_text())
+    assert shrunk.main.ops[-2].short_name == "rsqrt"
+    assert len(shrunk.main.ops) < len(parse_stablehlo(Path(f.repro).read_text()).main.ops)
+    again = debug(target="h100", inject=("layernorm-eps-outside-sqrt",), from_file=f.shrunk)
+    assert again.first == "R3" and again.origin.op == "rsqrt"
+    fused = debug("softmax", "h100", "torch", {}, "float32", ("fused-reduce-wrong-axis",), repro_dir=str(tmp_path))
+    assert fused.shrunk == "" or debug(target="h100", inject=fused.faults, from_file=fused.shrunk).first == "R4"
