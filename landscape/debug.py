@@ -579,7 +579,7 @@ def render(finding: Finding) -> str:
             lines.append(f"  repro: landscape debug --from-file {finding.repro} --target {finding.target}"
                          + "".join(f" --inject {f}" for f in finding.faults))
         if finding.shrunk:
-            lines.append(f"  shrunk: {finding.shrunk} (main cut after the originating op, which it returns)")
+            lines.append(f"  shrunk: {finding.shrunk} (main cut short, returning the op it ends at; it still diverges at {finding.first})")
     for e in finding.events:
         lines.append(f"  event: {e}")
     for n in finding.not_planted:
