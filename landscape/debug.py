@@ -92,6 +92,7 @@ class Finding:
     capture_error: str = ""
     not_planted: list[str] = field(default_factory=list)
     shrunk: str = ""
+    accumulated: bool = False  # no op differs when fed the rung below's inputs: the origin is where it first shows
 
     @property
     def layer(self) -> str:
@@ -111,7 +112,7 @@ class Finding:
                 "faults": list(self.faults), "rungs": [r.to_dict() for r in self.rungs], "first_divergent_rung": self.first,
                 "layer": self.layer, "origin": site(self.origin), "manifests": [site(m) for m in self.manifests],
                 "reaches_output": self.reaches_output, "bisect": self.bisect, "noise_floor": self.noise_floor,
-                "events": self.events, "repro": self.repro, "shrunk_repro": self.shrunk, "capture_error": self.capture_error,
+                "events": self.events, "repro": self.repro, "shrunk_repro": self.shrunk, "accumulated": self.accumulated, "capture_error": self.capture_error,
                 "not_planted": self.not_planted}
 
 
@@ -456,8 +457,9 @@ def _locate(finding, module, below: dict, trace: dict, bound, rerun, order: list
     """Origin (teacher-forced), manifests (free-running), reach, and the bisected sub-step."""
     _, forced = rerun(None, below)
     origin = next((k for k in order if k in forced and op_differs(forced[k], below[k], bound)), None)
-    if origin is None:  # an op the interpreter adds (the copy of a returned argument) or none differs
+    if origin is None:  # no op is wrong on its own: the rung's roundings accumulate; name where it first shows
         origin = next((k for k in trace if k in below and op_differs(trace[k], below[k], bound)), None)
+        finding.accumulated = origin is not None
     shown = [k for k in order if k in trace and op_differs(trace[k], below[k], bound)]
     finding.origin = _site(module, origin) if origin else None
     finding.manifests = [_site(module, k) for k in shown]
@@ -565,7 +567,10 @@ def render(finding: Finding) -> str:
         lines.append(f"first divergent rung: {finding.first} ({RUNG_NAMES[finding.first]}), layer {finding.layer}")
         if finding.capture_error:
             lines.append(f"  {finding.capture_error}")
-        if finding.origin:
+        if finding.origin and finding.accumulated:
+            lines.append(f"  no op is wrong on its own (each, fed the rung below's inputs, is within the gate): the rung's "
+                         f"roundings accumulate, first beyond the gate at {finding.origin.text()}")
+        elif finding.origin:
             lines.append(f"  originates at {finding.origin.text()}")
         if finding.manifests:
             first, last = finding.manifests[0], finding.manifests[-1]

@@ -62,6 +62,7 @@ def test_planted_fault_is_found_at_its_layer_and_origin(fault, family, side):
     if origin_op is not None:
         assert f.origin.op == origin_op, f.origin
     if planted.rung not in ("R1", "R2"):
+        assert not f.accumulated  # the planted op is wrong on its own, fed the rung below's inputs
         assert f.bisect and f"({f.origin.key})" in f.bisect, (f.bisect, f.origin)
         assert any(e.startswith(fault + ":") for e in f.events)
     assert not [n for n in f.not_planted if n.startswith(fault)]
