@@ -411,10 +411,21 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
                 click.echo(f"{r['name']:28s} layer {r['layer']} {r['layer_name']:36s} {r['rung']:3s} "
                            f"{','.join(r['families']):20s} {r['description']}")
         return
+    from click.core import ParameterSource
+
+    from reference.errors import MalformedInput
+
     for fault in inject:
         get_fault(fault)  # an unknown name is refused before anything is lowered
     load_target(target_name)
     check_name_or_file("debug", name, from_file)
+    if from_file is not None:
+        context = click.get_current_context()
+        given = [f"--{p}" for p in ("shape", "dtype", "side") if context.get_parameter_source(p + "s" if p == "shape" else p)
+                 not in (ParameterSource.DEFAULT, None)]
+        if given:
+            raise MalformedInput(f"debug --from-file: {', '.join(given)} do(es) not apply to a file, whose program fixes "
+                                 "its shapes and types; drop it, or debug NAME")
     overrides = checked_shapes(name, shapes)[0] if from_file is None else {}
     check_output_dir(repro_dir, "--repro-dir")
     finding = run_debug(name, target_name, side, overrides, dtype, tuple(inject), from_file, seed, repro_dir)

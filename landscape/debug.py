@@ -193,24 +193,43 @@ def _scaled(case, scale: float):
 
 def _program_dtype(module) -> str:
     types = [t.dtype for _, t in module.main.args] + [t.dtype for t in module.main.results]
-    for element in ("f16", "bf16", "f32", "f64"):
+    for element in ("f16", "bf16", "f32"):
         if element in types:
             return FLOAT_NAMES[element]
-    return "float32"
+    return "float32"  # an f64 or integer program: judged at float32's tolerance, the widest the table has
 
 
-def _from_file(path: str) -> Program:
+def _from_file(path: str, seed: int = 0) -> Program:
+    """A StableHLO file as the ladder's program: its arguments from FILE.npz beside it (arg0, arg1,
+    ...) when there, else drawn from `seed`; R0 is the program run with every float widened to f64.
+
+    Raises:
+        MalformedInput: an npz that cannot be read, lacks an argument, or holds one of the wrong
+            shape or kind; a program too large to keep every op's values (check_trace_memory).
+    """
     from landscape.serving import lowering_from_file
+    from reference.errors import MalformedInput
     from reference.ir.interpret import NUMPY_TYPES, run_module, widened
 
     lowering = lowering_from_file(path)
     main = lowering.module.main
+    check_trace_memory(lowering.module, path)
     stored = Path(path).with_suffix(".npz")
     if stored.is_file():
-        with np.load(stored) as data:
-            args = [data[f"arg{i}"] for i in range(len(main.args))]
+        try:
+            with np.load(stored, allow_pickle=False) as data:
+                missing = [f"arg{i}" for i in range(len(main.args)) if f"arg{i}" not in data.files]
+                if missing:
+                    raise MalformedInput(f"{stored}: no array {', '.join(missing)}; it needs arg0..arg{len(main.args) - 1}, "
+                                         f"one per argument of @main")
+                args = [data[f"arg{i}"] for i in range(len(main.args))]
+        except (OSError, ValueError, EOFError) as err:
+            raise MalformedInput(f"{stored}: not a readable .npz of plain arrays ({type(err).__name__}: {err})") from None
+        for i, (a, (name, t)) in enumerate(zip(args, main.args)):
+            if tuple(a.shape) != t.shape or a.dtype.kind not in "biuf":
+                raise MalformedInput(f"{stored}: arg{i} is {a.dtype}{list(a.shape)}; {name} of @main is {t}")
     else:
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(seed)
         args = [(rng.integers(0, 2, t.shape) if t.dtype.startswith(("i", "ui")) else rng.standard_normal(t.shape))
                 .astype(NUMPY_TYPES.get(t.dtype, np.float32)) for _, t in main.args]
     reference = tuple(np.asarray(o, np.float64) for o in run_module(widened(lowering.module), args))
@@ -242,7 +261,7 @@ def check_trace_memory(module, label: str) -> int:
                 total += sum(sum(t.nbytes for t in o.result_types) for o in region.ops)
         return total
 
-    one = walk(module.entry)
+    one = walk(module.entry) + sum(t.nbytes for _, t in module.main.args)
     available = available_memory_bytes()
     if available is not None and TRACES_HELD * one > available // 2:
         raise MalformedInput(f"{label}: debugging keeps every op's values for op-by-op comparison, about "
@@ -271,6 +290,12 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     from reference.faults import decomposition_hook
     from reference.ir.interpret import trace_values
 
+    from reference.errors import UnknownName
+
+    if isinstance(inject, str):
+        inject = (inject,)
+    if not from_file and side not in SIDES:
+        raise UnknownName("side", side, SIDES)
     faults = tuple(dict.fromkeys(get_fault(f).name for f in inject))
     tgt = get_target(target)
     family = tgt.family_record.name
@@ -288,7 +313,9 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         if program is None:
             return finding
     elif from_file:
-        program = _from_file(from_file)
+        program = _from_file(from_file, seed)
+        finding.not_planted += [f"{f}: a file has no framework code to plant it in" for f in faults
+                                if get_fault(f).rung in ("R1", "R2")]
         finding.side, finding.dtype = "file", program.dtype
         finding.rungs += [Rung("R0", note="the file's program interpreted in float64"),
                           Rung("R1", ran=False, note="a file has no framework code"), Rung("R2", ran=False, note="a file has no capture")]
@@ -361,7 +388,7 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         if fault.rung in ("R4", "R5", "R6", "R7") and not any(e.startswith(f + ":") for e in finding.events) and not any(
                 n.startswith(f + ":") for n in finding.not_planted):
             finding.not_planted.append(f"{f}: no site for it in this program on {tgt.name}")
-    if finding.first and repro_dir:
+    if finding.first and finding.first not in ("R1", "R2") and repro_dir:  # R1, R2: the repro is the user's code
         finding.repro = _write_repro(program, finding, repro_dir)
     return finding
 
@@ -399,13 +426,17 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     check_run_memory(entry, resolved, dtype)
     reduction = entry.reduction(resolved) if entry.reduction else 0
     case = _scaled(make_case(entry, resolved, dtype, seed), scale)
-    fresh = _scaled(make_case(entry, resolved, dtype, seed + 1), scale)
-    planted = None
+    fresh = _scaled(make_case(entry, resolved, dtype, (seed + 1) % 2**32), scale)
+    planted, planted_by = None, ""
     for f in faults:
         if get_fault(f).rung in ("R1", "R2"):
-            planted = planted_module(f, entry.name)
-            if planted is None:
+            module = planted_module(f, entry.name)
+            if module is None:
                 finding.not_planted.append(f"{f}: it is planted in the softmax entry's forward, not {entry.name}")
+            elif planted is not None:
+                finding.not_planted.append(f"{f}: {planted_by} already replaces the same forward; plant one at a time")
+            else:
+                planted, planted_by = module, f
     reference = case.reference()
     bound = gate(dtype, reduction)
     finding.rungs.append(Rung("R0", 0.0, bound.bound(1.0), note="the float64 reference of the spec"))
@@ -503,11 +534,17 @@ def _locate_numerics(finding, program: Program, bound):
 def _write_repro(program: Program, finding: Finding, directory: str) -> str:
     """The program's StableHLO and arguments, written for `landscape debug --from-file`."""
     Path(directory).mkdir(parents=True, exist_ok=True)
-    base = Path(directory) / f"{Path(program.name).stem}-{finding.target}-{'-'.join(finding.faults) or 'clean'}"
+    suffix = f"-{finding.target}-{'-'.join(finding.faults) or 'clean'}"
+    stem = Path(program.name).stem
+    stem = stem[:-len(suffix)] if stem.endswith(suffix) else stem  # a repro debugged again keeps its name
+    base = Path(directory) / f"{stem}{suffix}"
+    for n in range(2, 1000):  # never over a file already there (the user's, or an earlier run's)
+        if not any(Path(str(base) + ext).exists() for ext in (".mlir", ".npz", "-shrunk.mlir", "-shrunk.npz")):
+            break
+        base = Path(directory) / f"{stem}{suffix}-{n}"
     text = program.lowering.stages.get("stablehlo") or ""
     mlir = Path(str(base) + ".mlir")
-    if mlir.resolve() != Path(finding.program).resolve():  # never overwrite the file being debugged
-        write_file(mlir, text)
+    write_file(mlir, text)
     # bf16 and f8 arguments are stored widened to f32 (exact); the program converts them back
     arrays = {f"arg{i}": (np.asarray(a).astype(np.float32) if np.asarray(a).dtype.kind == "V" else np.asarray(a))
               for i, a in enumerate(program.args)}
@@ -547,8 +584,11 @@ def list_faults() -> list[dict]:
 
 def render(finding: Finding) -> str:
     """The finding as text."""
+    skipped = {n.split(":", 1)[0] for n in finding.not_planted}
+    planted = [f for f in finding.faults if f not in skipped]
     lines = [f"debug {finding.program} ({finding.side}, {finding.dtype}) on {finding.target}"
-             + (f", planted: {', '.join(finding.faults)}" if finding.faults else "")]
+             + (f", planted: {', '.join(planted)}" if planted else "")
+             + (f", not planted: {', '.join(f for f in finding.faults if f in skipped)}" if skipped & set(finding.faults) else "")]
     for r in finding.rungs:
         if not r.ran:
             lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: not run ({r.note})")

@@ -35,6 +35,7 @@ NUMPY_TYPES = {
     "ui64": np.uint64, "ui32": np.uint32, "ui16": np.uint16, "ui8": np.uint8, "i1": np.bool_,
 }
 FLOAT_TYPES = {"f64", "f32", "f16", "bf16", "f8E4M3FN", "f8E5M2"}
+MAX_TRIPS = 100_000  # a while loop's trips before the interpreter gives up (chosen: no catalogue program loops; 100k trips run in seconds)
 
 Hook = Callable[[str, Op, tuple[np.ndarray, ...]], "tuple[np.ndarray, ...] | None"]
 Observer = Callable[[str, Op, tuple[np.ndarray, ...]], None]
@@ -146,6 +147,9 @@ class Interpreter:
     observe: Observer | None = None
     force: Mapping[str, tuple[np.ndarray, ...]] | None = None  # teacher forcing: results later ops read
 
+    def __post_init__(self):
+        self.scopes: list[dict] = []  # the values of the blocks being executed, innermost last
+
     def run(self, args: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         main = self.module.main
         if len(args) != len(main.args):
@@ -160,6 +164,13 @@ class Interpreter:
 
     # -- control
     def block(self, ops: Sequence[Op], values: dict, instance: str) -> tuple[np.ndarray, ...]:
+        self.scopes.append(values)
+        try:
+            return self._block(ops, values, instance)
+        finally:
+            self.scopes.pop()
+
+    def _block(self, ops: Sequence[Op], values: dict, instance: str) -> tuple[np.ndarray, ...]:
         for position, op in enumerate(ops):
             short = op.short_name
             if short == "return":
@@ -173,7 +184,8 @@ class Interpreter:
             results = tuple(as_type(r, t) for r, t in zip(results, op.result_types))
             if self.observe is not None and op.results:
                 self.observe(f"{instance}{op.results[0]}", op, results)
-            if self.force is not None and op.results and f"{instance}{op.results[0]}" in self.force:
+            # teacher forcing stops at loops: a trace keeps a body's last trip, not every trip's
+            if self.force is not None and op.results and ":while" not in instance and f"{instance}{op.results[0]}" in self.force:
                 results = self.force[f"{instance}{op.results[0]}"]
             values.update(zip(op.results, results))
         return ()
@@ -182,7 +194,10 @@ class Interpreter:
         return self.block(fn.ops, dict(zip((a for a, _ in fn.args), operands)), instance)
 
     def region(self, block: Block, operands, instance: str = "region"):
-        return self.block(block.ops, dict(zip((a for a, _ in block.args), operands)), instance)
+        """A region's block: its arguments, and the values of the blocks around it, which a region
+        may read (StableHLO's implicit capture: a loop body reading a constant defined outside)."""
+        outer = self.scopes[-1] if self.scopes else {}
+        return self.block(block.ops, {**outer, **dict(zip((a for a, _ in block.args), operands))}, instance)
 
     def execute(self, op: Op, x: tuple[np.ndarray, ...], child: str) -> tuple[np.ndarray, ...]:
         short = op.short_name
@@ -193,10 +208,12 @@ class Interpreter:
         if short == "while":
             cond, body = op.regions
             state = x
-            for _ in range(1 << 31):
+            for _ in range(MAX_TRIPS):
                 if not bool(self.region(cond, state, f"{child}while")[0]):
                     return state
                 state = tuple(as_type(s, t) for s, t in zip(self.region(body, state, f"{child}while"), op.result_types))
+            raise CannotInterpret(f"{op.name} {op.results[0] if op.results else ''} ran {MAX_TRIPS:,} trips without its "
+                                  "condition turning false; the interpreter stops there")
         method = getattr(self, f"op_{short}", None)
         if method is not None:
             return method(op, *x)

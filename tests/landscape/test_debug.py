@@ -192,3 +192,64 @@ def test_shrunk_repro_ends_at_the_origin_and_still_diverges(tmp_path):
     assert again.first == "R3" and again.origin.op == "rsqrt"
     fused = debug("softmax", "h100", "torch", {}, "float32", ("fused-reduce-wrong-axis",), repro_dir=str(tmp_path))
     assert fused.shrunk == "" or debug(target="h100", inject=fused.faults, from_file=fused.shrunk).first == "R4"
+
+
+WHILE = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %c1 = stablehlo.constant dense<1> : tensor<i32>
+  %c3 = stablehlo.constant dense<3> : tensor<i32>
+  %r:2 = stablehlo.while(%i = %c0, %x = %a) : tensor<i32>, tensor<4xf32>
+   cond {
+    %p = stablehlo.compare LT, %i, %c3 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %p : tensor<i1>
+  } do {
+    %n = stablehlo.add %i, %c1 : tensor<i32>
+    %y = stablehlo.add %x, %x : tensor<4xf32>
+    stablehlo.return %n, %y : tensor<i32>, tensor<4xf32>
+  }
+  return %r#1 : tensor<4xf32>
+}
+"""
+
+
+def test_hostile_files_and_arguments(tmp_path, monkeypatch):
+    """A loop body reading values from outside runs (and raises no false alarm on any family: teacher
+    forcing stops at loops); an endless loop, a bad .npz, a bad side or seed are one-line errors;
+    a repro never replaces a file already there; a framework fault asked of a file is not planted."""
+    import numpy as np
+
+    from hardware_models.families import representative_targets
+    from landscape.debug import debug
+    from reference.errors import LandscapeError, UnknownName
+    from reference.ir.interpret import CannotInterpret
+
+    loop = tmp_path / "loop.mlir"
+    loop.write_text(WHILE)
+    for target in representative_targets():
+        assert debug(target=target, from_file=str(loop)).first is None
+    endless = tmp_path / "endless.mlir"
+    endless.write_text(WHILE.replace("%c3 = stablehlo.constant dense<3>", "%c3 = stablehlo.constant dense<-1>")
+                       .replace("compare LT", "compare GT"))
+    monkeypatch.setattr("reference.ir.interpret.MAX_TRIPS", 1000)  # the rule, not the limit's size, is tested
+    with pytest.raises(CannotInterpret, match="ran 1,000 trips"):
+        debug(from_file=str(endless))
+    for content, match in ((b"junk", "not a readable .npz"), (None, "no array arg0"), ("shape", "arg0 is float64")):
+        npz = tmp_path / "loop.npz"
+        if content is None:
+            np.savez(npz, other=np.ones(4))
+        elif content == "shape":
+            np.savez(npz, arg0=np.ones(3))
+        else:
+            npz.write_bytes(content)
+        with pytest.raises(LandscapeError, match=match):
+            debug(from_file=str(loop))
+    (tmp_path / "loop.npz").unlink()
+    with pytest.raises(UnknownName, match="side"):
+        debug("softmax", side="Torch")
+    assert debug("softmax", seed=2**32 - 1).first is None
+    f = debug(from_file=str(DEMO), inject=("host-sync",))
+    assert f.first is None and f.not_planted == ["host-sync: a file has no framework code to plant it in"]
+    mine = tmp_path / "clone_softmax-spyre-floor-stick-count.mlir"
+    mine.write_text("the user's own file")
+    found = debug(target="spyre", inject="floor-stick-count", from_file=str(DEMO), repro_dir=str(tmp_path))
+    assert mine.read_text() == "the user's own file" and found.repro.endswith("-2.mlir")
