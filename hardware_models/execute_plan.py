@@ -72,6 +72,7 @@ class Execution:
         self.group_of = {i: g for g in self.plan.groups for i in g.members}
         self.rng = np.random.default_rng(self.stale_seed)
         self.scale = 1.0
+        self.interpreter = Interpreter(self.module)  # executes each op (and walks its regions)
         self._sram_setup()
 
     # -- helpers
@@ -105,7 +106,7 @@ class Execution:
         return results
 
     def compute(self, key: str, op: Op, x: tuple[np.ndarray, ...]):
-        interp = Interpreter(self.module)
+        interp = self.interpreter
         short = op.short_name
         if self.base is not None:
             rewritten = self.base(key, op, x)

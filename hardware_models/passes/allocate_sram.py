@@ -57,13 +57,15 @@ def sram_slots(plan: Plan, freed_at=max) -> tuple[dict[str, SramSlot], int]:
     for timeline, wanted in requests.items():
         live: list[tuple[int, int, int]] = []  # (offset, size, freed)
         for written, _, value, size in sorted(wanted):
-            freed = written
+            freed = None
             for user in graph.users(value):
                 reader = plan.schedule.get(owner.get(user, -1))
                 if user < 0 or reader is None or plan.timeline(plan.groups[owner[user]].instance) != timeline:
-                    freed = ends[timeline]  # returned, or read on another timeline: live to the end
+                    end = ends[timeline]  # returned, or read on another timeline: live to the end
                 else:
-                    freed = freed_at(freed, reader.finish) if freed > written else reader.finish
+                    end = reader.finish
+                freed = end if freed is None else freed_at(freed, end)
+            freed = written if freed is None else freed
             live = [entry for entry in live if entry[2] > written]  # space whose value has died is free
             offset = first_fit([(o, s) for o, s, _ in live], size)
             live.append((offset, size, freed))
