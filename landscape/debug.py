@@ -85,7 +85,7 @@ def _from_file(path: str, seed: int = 0) -> Program:
     """
     from landscape.serving import lowering_from_file
     from reference.errors import MalformedInput
-    from reference.ir.interpret import NUMPY_TYPES, run_module, widened
+    from reference.ir.interpret import run_module, seeded_arguments, widened
 
     lowering = lowering_from_file(path)
     main = lowering.module.main
@@ -105,9 +105,7 @@ def _from_file(path: str, seed: int = 0) -> Program:
             if tuple(a.shape) != t.shape or a.dtype.kind not in "biuf":
                 raise MalformedInput(f"{stored}: arg{i} is {a.dtype}{list(a.shape)}; {name} of @main is {t}")
     else:
-        rng = np.random.default_rng(seed)
-        args = [(rng.integers(0, 2, t.shape) if t.dtype.startswith(("i", "ui")) else rng.standard_normal(t.shape))
-                .astype(NUMPY_TYPES.get(t.dtype, np.float32)) for _, t in main.args]
+        args = seeded_arguments(lowering.module, seed)
     reference = tuple(np.asarray(o, np.float64) for o in run_module(widened(lowering.module), args))
     return Program(lowering.name, "file", _program_dtype(lowering.module), lowering, args, reference)
 

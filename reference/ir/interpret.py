@@ -564,6 +564,19 @@ def widened(module: Module) -> Module:
         for f in module.functions))
 
 
+def seeded_arguments(module: Module, seed: int = 0) -> list[np.ndarray]:
+    """Arguments for the entry function drawn from `seed`: floats standard normal, integers and
+    bools 0 or 1 (a valid index into any dimension)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _, t in module.main.args:
+        if t.dtype in FLOAT_TYPES:
+            out.append(rng.standard_normal(t.shape).astype(numpy_type(t.dtype)))
+        else:
+            out.append(as_type(rng.integers(0, 2, t.shape), t))
+    return out
+
+
 def arguments_for(module: Module, named: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     """The entry function's arguments by their source names (Function.arg_names)."""
     main = module.main

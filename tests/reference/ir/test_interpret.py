@@ -24,22 +24,6 @@ def _attr(ir, a: np.ndarray):
     return ir.DenseElementsAttr.get(a)
 
 
-def _arguments(module, seed: int = 0) -> list[np.ndarray]:
-    """Seeded arguments of the right types: floats normal, integers 0 or 1 (valid indices anywhere)."""
-    from reference.ir.interpret import NUMPY_TYPES
-
-    rng = np.random.default_rng(seed)
-    out = []
-    for _, t in module.main.args:
-        if t.dtype in ("i1",):
-            out.append(rng.integers(0, 2, t.shape).astype(bool))
-        elif t.dtype.startswith(("i", "ui")):
-            out.append(rng.integers(0, 2, t.shape).astype(NUMPY_TYPES[t.dtype]))
-        else:
-            out.append(rng.standard_normal(t.shape).astype(NUMPY_TYPES[t.dtype]))
-    return out
-
-
 def _relative(a, b) -> float:
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     scale = float(np.max(np.abs(b))) if b.size else 0.0
@@ -56,7 +40,7 @@ def test_agrees_with_stablehlo_eval_module(name, side):
     from jaxlib.mlir.dialects import stablehlo
 
     from landscape.serving import lower_named
-    from reference.ir.interpret import run_module
+    from reference.ir.interpret import run_module, seeded_arguments
     from reference.ir.mlir_context import make_context
 
     lowering = lower_named(name, side, {}, "float32")
@@ -70,7 +54,7 @@ def test_agrees_with_stablehlo_eval_module(name, side):
 
     entry = CATALOGUE[name]
     bound = CROSS_SIDE_FACTOR * tolerance_for("float32", entry.reduction(entry.resolve({})) if entry.reduction else 0).bound(1.0)
-    args = _arguments(lowering.module)
+    args = seeded_arguments(lowering.module)
     ours = run_module(lowering.module, args)
     with make_context() as _:
         theirs = [np.array(o) for o in stablehlo.eval_module(ir.Module.parse(text), [_attr(ir, a) for a in args])]
