@@ -38,7 +38,7 @@ from hardware_models.passes.allocate_sram import sram_slots
 from hardware_models.plan import Plan, ceil_div
 from hardware_models.target import Target
 from reference.ir import Module, Op
-from reference.ir.interpret import Interpreter, as_matmul, as_type, dot_general, numpy_type
+from reference.ir.interpret import Interpreter, as_matmul, as_type, numpy_type
 
 RUNGS = ("R4", "R5", "R6", "R7")
 LEVEL = {rung: i for i, rung in enumerate(RUNGS, start=4)}
@@ -192,13 +192,11 @@ class Execution:
             return None
         d = op.attr("dot_dimension_numbers")
         a, b = x
-        element = op.result_types[0].dtype
-        acc = np.float64 if element == "f64" else np.float32
         if fp16:
             out = self.fp16_dot(a, b, d)
             self.events.append(f"fp16-accumulate: {key}: {a.shape} x {b.shape} summed in fp16 over k")
         else:
-            out = dot_general(a.astype(acc), b.astype(acc), d)
+            (out,) = self.interpreter.op_dot_general(op, a, b)  # R3's product, which the tiles then cover
         if tiling is None or self.level < 5 or not self.applies(key, 5):
             return (out,)
         lhs_free = [i for i in range(a.ndim) if i not in d.lhs_batch and i not in d.lhs_contracting]

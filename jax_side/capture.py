@@ -68,7 +68,8 @@ class Captured:
         return _back(tuple(out), out_perm)
 
 
-def function_for(case: Case, fn=None):
+def module_for(case: Case, fn=None):
+    """The case's module (or function) with its weights loaded, or the one given, as it is."""
     if fn is not None:
         return fn
     fn = build(case.entry.name, case.shapes, case.dtype)
@@ -79,7 +80,7 @@ def function_for(case: Case, fn=None):
 
 def eager(case: Case, fn=None) -> tuple[np.ndarray, ...]:
     """R1: the function run op by op (jax.disable_jit), as a user's notebook runs it."""
-    pure, state = _pure(function_for(case, fn))
+    pure, state = _pure(module_for(case, fn))
     inputs, out_perm = _layout(case)
     with jax.disable_jit():
         return _back(pure(state, *inputs), out_perm)
@@ -92,7 +93,7 @@ def capture(case: Case, fn=None) -> Captured:
         CaptureFailed: the trace converted a tracer to a Python value (`.item()`, `float(x)`,
             `if x > 0`); the message names the user's line and the fix.
     """
-    pure, state = _pure(function_for(case, fn))
+    pure, state = _pure(module_for(case, fn))
     inputs, _ = _layout(case)
     try:
         jaxpr = jax.make_jaxpr(pure)(state, *inputs)

@@ -9,17 +9,15 @@ user's line (reference.errors).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from pytorch_side.kernels import build
-from pytorch_side.lower import _ParamsAsInputs, lower_module, quiet
+from pytorch_side.lower import export_module, lower_exported
 from pytorch_side.params import load_weights, to_numpy, to_torch
 from pytorch_side.run import run_module
-from reference.errors import CaptureFailed
 from reference.inputs import Case
 from reference.lowering import Lowering
 
@@ -64,20 +62,14 @@ def eager(case: Case, module: torch.nn.Module | None = None) -> tuple[np.ndarray
 
 
 def capture(case: Case, module: torch.nn.Module | None = None) -> Captured:
-    """torch.export the case's module at its real inputs, and lower it through torch-mlir.
+    """torch.export the case's module at its real inputs (once), and lower that through torch-mlir.
 
     Raises:
         CaptureFailed: torch.export could not capture forward (data-dependent control flow, a
             host sync such as `.item()`); the message names the user's line and the fix.
-        LoweringFailed: torch-mlir could not lower the captured graph.
+        LoweringFailed: any other export failure, or torch-mlir could not lower the graph.
     """
     module = module_for(case, module).eval()
-    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     inputs = tuple(to_torch(x) for x in case.inputs.values())
-    try:
-        with warnings.catch_warnings(), quiet():
-            warnings.simplefilter("ignore", FutureWarning)
-            exported = torch.export.export(_ParamsAsInputs(module), (state, *inputs))
-    except Exception as err:  # noqa: BLE001 - every capture failure is explained in one line
-        raise CaptureFailed.from_exception(err, "torch.export") from err
-    return Captured(module, exported, lower_module(module, *inputs, name=case.entry.name))
+    exported = export_module(module, *inputs, name=case.entry.name)
+    return Captured(module, exported, lower_exported(exported, module, len(inputs), case.entry.name))

@@ -57,29 +57,47 @@ def quiet():
     return muted()
 
 
-def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
-    """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
+def export_module(module: nn.Module, *example_inputs, name: str = "module"):
+    """torch.export of the module with its state (weights, then buffers: Rotary's inv_freq) as
+    graph inputs, in that order, before the activations.
 
     Raises:
-        LoweringFailed: torch.export or torch-mlir could not lower the module.
+        CaptureFailed: data-dependent control flow or a host sync; names the user's line and the fix.
+        LoweringFailed: any other export failure, in one line.
     """
-    from torch_mlir import fx
-
-    # State is weights, then buffers (Rotary's inv_freq): graph inputs in that order, before the
-    # activations, and recorded as such so that no buffer is ever wired as an activation.
-    params = dict(module.named_parameters())
-    buffers = dict(module.named_buffers())
-    state = {**params, **buffers}
     from reference.errors import DATA_DEPENDENT, CaptureFailed
 
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     try:
         with warnings.catch_warnings(), quiet():
             warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
-            exported = torch.export.export(_ParamsAsInputs(module), (state, *example_inputs))
+            return torch.export.export(_ParamsAsInputs(module), (state, *example_inputs))
     except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
         if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
             raise CaptureFailed.from_exception(err, "torch.export") from err
         raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+
+
+def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
+    """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
+
+    Raises:
+        CaptureFailed: torch.export met data-dependent control flow (export_module).
+        LoweringFailed: torch.export or torch-mlir could not lower the module.
+    """
+    return lower_exported(export_module(module, *example_inputs, name=name), module, len(example_inputs), name)
+
+
+def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str = "module") -> Lowering:
+    """torch-mlir's StableHLO of an exported program (export_module's), as a Lowering.
+
+    Raises:
+        LoweringFailed: torch-mlir could not lower it.
+    """
+    from torch_mlir import fx
+
+    params = dict(module.named_parameters())
+    state = {**params, **dict(module.named_buffers())}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", FutureWarning)
@@ -88,11 +106,11 @@ def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lo
         raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
     text = mlir_module.operation.get_asm(enable_debug_info=True)
     ir_module = verify(parse_stablehlo(text))
-    n_inputs = len(state) + len(example_inputs)
+    n_inputs = len(state) + n_example_inputs
     param_args, buffer_args = (), ()
     if len(ir_module.main.args) == n_inputs:  # else torch-mlir dropped an argument: no weights are known
         param_args, buffer_args = tuple(range(len(params))), tuple(range(len(params), len(state)))
-        names = (*state, *(f"inputs[{i}]" for i in range(len(example_inputs))))
+        names = (*state, *(f"inputs[{i}]" for i in range(n_example_inputs)))
         main = dataclasses.replace(ir_module.main, arg_names=names)
         ir_module = dataclasses.replace(ir_module, functions=tuple(main if f.name == main.name else f for f in ir_module.functions))
     stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
