@@ -12,7 +12,7 @@ SCALESIM_STAMP := $(SCALESIM_VENV)/.installed-stamp
 PEERS_VENV := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: setup scalesim demo test test-core bench bench-peers mutation clean
+.PHONY: setup scalesim demo test test-core notebooks calibrate validate bench bench-peers mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,18 @@ HYPOTHESIS_SEED ?= $(shell printf '%d' 0x$$(git rev-parse --short=8 HEAD 2>/dev/
 test: setup scalesim
 	@echo "hypothesis seed $(HYPOTHESIS_SEED) (replay: make test HYPOTHESIS_SEED=$(HYPOTHESIS_SEED))"
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider --hypothesis-seed=$(HYPOTHESIS_SEED)
+
+# The six lab notebooks (and the agreement notebook), each run top to bottom in a real kernel; they
+# are part of `make test` too.
+notebooks: setup
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider tests/test_notebooks.py
+
+# Measure this machine (out/calibration/host-cpu.toml), then time the catalogue against the model.
+calibrate: setup
+	$(BIN)/landscape calibrate host-cpu --out out/calibration
+
+validate: setup
+	$(BIN)/python benchmarks/host_cpu_validate.py
 
 # The tests that need neither PyTorch nor JAX imported.
 test-core: setup

@@ -439,7 +439,9 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
 
 from landscape.serve_cli import compare, landscape_map_command, predict  # noqa: E402  (the commands that serve models)
 
-for _command in (predict, landscape_map_command, compare):
+from landscape.host_cli import calibrate, validate  # noqa: E402  (the commands that measure this machine)
+
+for _command in (predict, landscape_map_command, compare, calibrate, validate):
     cli.add_command(_command)
 
 

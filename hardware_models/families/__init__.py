@@ -19,6 +19,9 @@ from typing import Callable
 from reference.errors import UnknownName
 
 BUILTIN = ("gpu", "tpu", "wafer", "lpu", "spyre")  # the order columns appear in (map, compare)
+# The host CPU (the machine this runs on, measured by `landscape calibrate host-cpu`): a family
+# like the others, but not one of the five accelerators that the map and `compare` show.
+HOST = ("cpu",)
 
 
 @dataclass(frozen=True)
@@ -72,13 +75,13 @@ def register(family: Family) -> Family:
 
 
 def _load_builtin() -> None:
-    for name in BUILTIN:
+    for name in (*BUILTIN, *HOST):
         if name not in _REGISTRY:
             importlib.import_module(f"hardware_models.families.{name}")
 
 
 def families() -> dict[str, Family]:
-    """Every registered family by name: the built-in ones first, in BUILTIN order."""
+    """Every registered family by name: the built-in ones first, in BUILTIN order, then the host CPU."""
     _load_builtin()
     return dict(_REGISTRY)
 

@@ -1,0 +1,192 @@
+"""The host-CPU model: cores with vector units behind a cache hierarchy, caches kept warm.
+
+Rates (from the target file; every fitted one measured on the machine by `landscape calibrate
+host-cpu`, hardware_models/host_calibration.py, which names the rows each comes from):
+    GEMM        fitted.gemm_<dtype>_flop_per_s: the framework's GEMM library (oneDNN/MKL under
+                PyTorch eager and Inductor; XLA:CPU's own: fitted.xla_gemm_f32_flop_per_s, other
+                types at the ratio PyTorch measured) at a compute-bound size; 16-bit types without
+                AVX512_BF16/AMX convert to f32, which is why they are measured, not derived
+    vector      cores * f32 lanes * clock element operations per second (derived); a fused loop
+                that gathers, concatenates, pads or slices dynamically (SCALAR_LOOP_OPS) is not
+                vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
+                with a branch or an index): it runs at cores * clock, one element op per cycle
+    transcendentals  fitted.transcendentals_per_s (ATen's exp), fitted.xla_transcendentals_per_s
+                (XLA:CPU's inlined polynomials)
+    levels      each level's bytes_per_s, measured by streaming c = a + b through it
+Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
+    Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
+    transcendental rates (measured on every core: the calibration's exp row is 4 grains long)
+    are divided by the cores (`threads`).
+Working set (caches warm, as in a benchmark loop that calls the kernel again and again):
+    footprint = the kernel's inputs + outputs; its level = the innermost level whose capacity
+    (all instances) holds the footprint, else DRAM
+A compiled kernel (a group of the plan):
+    contraction  compute_s = useful FLOPs / GEMM rate; busy_s = padded FLOPs / GEMM rate (n
+                 padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate
+    fusion       compute_s = FLOPs / vector rate + transcendentals / transcendental rate, each
+                 member op counted as often as the fused loop evaluates it (`evaluations`)
+    time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
+             per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
+An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs and
+transcendentals, + fitted.eager_dispatch_s (fitted.eager_nested_s when another op's C++ calls it).
+
+Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
+its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
+evaluated again for every iteration of the loops it does not vary in, when they are outside the
+loops it does (RoPE's cos and sin of [t, d], inlined into the [b, n, t, d] rotation, run b * n
+times); a loop it does not vary in, inside, is hoisted by the C++ compiler (a LayerNorm's rsqrt
+of [m, 1] in the [m, d] loop runs m times). Walking the group backwards:
+    evaluations(a group output) = 1
+    evaluations(operand of broadcast_in_dim) = evaluations(result) * product of the result's
+        extents over the dimensions the operand does not vary along (unmapped, or mapped from an
+        extent of 1) that lie before the last one it varies along
+    evaluations(operand of any other member) = evaluations(result)      (the largest demand wins)
+
+Worked number (this repository's host-cpu.toml): a 1024^3 f32 GEMM is 2.147e9 FLOPs; at the
+fitted rate r its time is 2.147e9 / r + the kernel's fixed cost.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hardware_models.cost.model import Cost, roofline_cost
+from hardware_models.plan import Group, Plan, group_work, shard_factor
+from hardware_models.target import Level, Target
+from reference.errors import UnknownName
+from reference.ir import Module
+from reference.ir.counters import op_cost
+
+GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
+RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/host_runtime.py)
+COMPILED = ("inductor", "xla")
+GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
+# Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
+SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
+
+
+def gemm_rate(target: Target, dtype: str, runtime: str = "inductor") -> float:
+    """FLOP/s of a GEMM in `dtype` through `runtime`'s GEMM library (measured)."""
+    key = f"fitted.gemm_{GEMM_DTYPES.get(dtype, 'f32')}_flop_per_s"
+    rate = target[key] if key in target.quantities else target["fitted.gemm_f32_flop_per_s"]
+    if runtime == "xla":  # XLA:CPU's GEMM, at PyTorch's ratio between this type and f32
+        rate *= target["fitted.xla_gemm_f32_flop_per_s"] / target["fitted.gemm_f32_flop_per_s"]
+    return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
+
+
+def transcendental_rate(target: Target, runtime: str) -> float:
+    return target["fitted.xla_transcendentals_per_s" if runtime == "xla" else "fitted.transcendentals_per_s"]
+
+
+def vector_rate(target: Target) -> float:
+    return target["chip.cores"] * target["chip.f32_lanes"] * target["chip.clock_hz"]
+
+
+def threads(target: Target, elements: float) -> float:
+    """The share of the cores an op or loop of `elements` results uses: all above GRAIN, one below."""
+    return 1.0 if elements >= GRAIN else 1.0 / target["chip.cores"]
+
+
+def level_for(target: Target, footprint: float) -> Level:
+    """The innermost level whose capacity (every instance) holds `footprint` bytes; else main memory."""
+    for level in reversed(target.levels):
+        if level.role != "main" and footprint <= target.level_capacity(level):
+            return level
+    return target.level("main")
+
+
+def _broadcast_factor(op) -> int:
+    """How often a broadcast_in_dim re-reads each operand element from loops outside its own."""
+    dims = tuple(op.attr("broadcast_dimensions") or ())
+    out, shape = op.result_types[0].shape, op.operand_types[0].shape
+    varies = {d for i, d in enumerate(dims) if shape[i] > 1}  # result dims the operand moves along
+    last = max(varies, default=-1)
+    return math.prod(out[d] for d in range(last) if d not in varies)
+
+
+def evaluations(plan: Plan, group: Group) -> dict[int, int]:
+    """Member op index -> how many times the fused loop evaluates each of its elements (module doc).
+    Broadcasts and reshapes form no kernel of their own (plan.value_graph sees through them), so
+    an operand is followed back through them to the member that produced it."""
+    members = list(group.members)
+    produced = {v: i for i in members for v in plan.ops[i].results}
+    producer_op = {v: p for p in plan.ops for v in p.results}
+    demand = {i: 1 for i in members}
+    for i in reversed(members):
+        p = plan.ops[i]
+        factor = _broadcast_factor(p.op) if p.op.short_name == "broadcast_in_dim" else 1
+        for v in p.operands:
+            f, seen = factor, 0
+            while v not in produced and v in producer_op and seen < 16:  # through the views outside the group
+                q = producer_op[v]
+                if q.op.short_name == "broadcast_in_dim":
+                    f *= _broadcast_factor(q.op)
+                elif q.op.short_name not in ("reshape", "transpose", "convert", "bitcast_convert"):
+                    break
+                v, seen = (q.operands[0] if q.operands else v), seen + 1
+            if v in produced:
+                j = produced[v]
+                demand[j] = max(demand[j], demand[i] * f)
+    return demand
+
+
+def loop_elements(plan: Plan, group: Group) -> int:
+    """The fused loop's iteration space: its largest result, or a reduction's operand."""
+    sizes = [t.elements for i in group.members for t in (*plan.ops[i].op.result_types, *plan.ops[i].op.operand_types[:1])]
+    return max(sizes, default=1)
+
+
+def fused_work(module: Module, plan: Plan, group: Group) -> tuple[float, float]:
+    """(FLOPs, transcendentals) a fused loop performs, recomputation included."""
+    flops = trans = 0.0
+    for i, times in evaluations(plan, group).items():
+        op = plan.ops[i].op
+        cost = op_cost(op, module)
+        factor = plan.flop_factor(op) * times
+        flops, trans = flops + cost.flops * factor, trans + cost.transcendentals * times
+    return flops, trans
+
+
+def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, runtime: str = "inductor") -> Cost:
+    if runtime not in COMPILED:
+        raise UnknownName("compiled CPU runtime", runtime, COMPILED)
+    placement = plan.placements[group.id]
+    work = group_work(plan, module, group)
+    footprint = placement.at(target.main_memory_level)
+    level = level_for(target, footprint)
+    memory_s = {level.name: footprint / target.level_value(level, "bytes_per_s")}
+    bytes_ = {level.name: footprint}
+    overhead_s = target[f"fitted.{runtime}_kernel_s"]
+    if group.kind == "contraction":
+        tiling = plan.tilings[group.id]
+        rate = gemm_rate(target, tiling.shape.dtype, runtime)
+        epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
+        compute_s = tiling.shape.flops / rate + epilogue_s
+        busy_s = tiling.padded_flops / rate + epilogue_s
+        padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
+        return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
+    flops, trans = fused_work(module, plan, group)
+    scalar = any(plan.ops[i].op.short_name in SCALAR_LOOP_OPS for i in group.members)
+    rate = target["chip.cores"] * target["chip.clock_hz"] if scalar else vector_rate(target)
+    share = threads(target, loop_elements(plan, group))
+    compute_s = flops / (rate * share) + trans / (transcendental_rate(target, runtime) * share)
+    return roofline_cost(work.flops, int(flops), compute_s, bytes_, memory_s, compute_s, overhead_s)
+
+
+def eager_op_seconds(op, target: Target) -> float:
+    """One eagerly dispatched ATen op (a host_runtime.FrameworkOp): max(compute, memory) + dispatch."""
+    level = level_for(target, op.bytes)
+    memory_s = op.bytes / target.level_value(level, "bytes_per_s")
+    if op.contraction:
+        compute_s = op.flops / gemm_rate(target, op.dtype, "eager")
+    else:
+        share = threads(target, op.elements)
+        compute_s = (op.flops / vector_rate(target) + op.transcendentals / transcendental_rate(target, "eager")) / share
+    return max(compute_s, memory_s) + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
+
+
+def call_overhead_s(target: Target, runtime: str) -> float:
+    """The fixed cost of one call of a compiled program through `runtime` (guards, wrapper, dispatch)."""
+    if runtime not in COMPILED:
+        raise UnknownName("compiled CPU runtime", runtime, COMPILED)
+    return target[f"fitted.{runtime}_call_s"]

@@ -1,0 +1,228 @@
+"""The host CPU's calibration: which kernels to time, how each fitted value follows from them,
+and the target file they make. Timing itself is the application's (landscape/host_measure.py);
+this module imports neither torch nor jax.
+
+Rows (ids H01...; median seconds of one call, with its interquartile range), sized from the
+caches the operating system reports (hardware_models/host.py), so another machine gets its own:
+    H01 eager      a + b of 1-element f32 tensors        fitted.eager_dispatch_s    = t(H01)
+    H02 eager      the same inside an nn.Module's forward fitted.eager_module_call_s = t(H02) - t(H01)
+    H03, H04 inductor  a chain of 1 and of 16 dependent 8 x 8 matmuls, torch.compile'd (no two
+                   fuse: each is a kernel of its own)  fitted.inductor_kernel_s = (t(H04) - t(H03)) / 15,
+                                                        fitted.inductor_call_s = t(H03) - kernel_s
+    H05, H06 xla   the same chains, jax.jit'ed          fitted.xla_kernel_s, fitted.xla_call_s alike
+    H07-H14 eager  c = a + b (f32, out= preallocated) at two total sizes inside each level,
+                   1/8 and 1/2 of it (L1d, L2, L3), and 2x and 8x the last level (DRAM):
+                   levels.X.bytes_per_s = (bytes(hi) - bytes(lo)) / (t(hi) - t(lo)), the slope,
+                   so the dispatch cancels
+    H15-H17 eager  square GEMM in f32 (1024), bf16 and f16 (512)
+                   fitted.gemm_D_flop_per_s = 2 n^3 / (t - t(H01))
+    H18 xla        square GEMM in f32 (1024), jax.jit   fitted.xla_gemm_f32_flop_per_s = 2 n^3 / (t - t(H05))
+    H19 eager      exp of n = 4 * GRAIN f32 elements (so ATen uses every core)
+                   fitted.transcendentals_per_s = n / (t - t(H01) - 8 n / L2 bandwidth)
+    H20 xla        the same exp, jax.jit'ed            fitted.xla_transcendentals_per_s = n / (t - t(H05) - 8 n / L2 bandwidth)
+    H22, H23       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
+                   checked by a guard (Inductor) or flattened and handed to the executable (XLA)
+                   fitted.R_arg_s = (t - t(H03 or H05)) / (ARGS - 2), H03/H05 taking two arguments
+    H21 eager      mean of a 1 x 1 tensor, which ATen runs as N nested ops (sum, div_, ...: the
+                   row's size, counted by the same tracer that validate uses)
+                   fitted.eager_nested_s = (t(H21) - t(H01)) / N
+Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
+rows ran (the catalogue's, at two sizes, three ways).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from hardware_models.cost.cpu import GRAIN
+from hardware_models.host import HostCpu
+
+ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
+COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
+GEMM_SIZES = {"f32": 1024, "bf16": 512, "f16": 512}
+CHAIN = 16  # dependent matmuls in the per-kernel rows
+ARGS = 16  # arguments of the per-argument rows
+CHAIN_N = 8  # their side: tiny, so the rows time the runtime, not the arithmetic
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """A kernel to time: `workload` is "add" (size = elements of each of a, b, c; "module-add"
+    inside an nn.Module), "mm-chain" (size = dependent CHAIN_N-square matmuls), "args" (a sum of `size` 1-element arguments), "mean" (of one element; size = the
+    nested ops ATen runs for it), "gemm"
+    (size = n of an n x n x n GEMM) or "exp" (size = elements)."""
+
+    id: str
+    runtime: str  # "eager", "inductor", "xla"
+    workload: str
+    dtype: str
+    size: int
+    level: str = ""  # the level a stream row measures
+
+    @property
+    def bytes(self) -> int:
+        e = {"f32": 4, "bf16": 2, "f16": 2}[self.dtype]
+        if self.workload == "mm-chain":
+            return (self.size + 2) * CHAIN_N**2 * e
+        if self.workload in ("mean", "args"):
+            return 2 * e * (self.size if self.workload == "args" else 1)
+        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "exp": 2 * self.size * e}[self.workload]
+
+    @property
+    def flops(self) -> int:
+        if self.workload == "mm-chain":
+            return 2 * self.size * CHAIN_N**3
+        return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
+
+
+@dataclass(frozen=True)
+class Measured:
+    spec: RowSpec
+    median_s: float
+    iqr_s: float
+    runs: int
+
+
+def _level_sizes(host: HostCpu) -> list[tuple[str, float, float]]:
+    """(level, low bytes, high bytes) of each stream pair: inside each cache, then beyond the last."""
+    pairs = []
+    for cache in host.caches:
+        capacity = cache.bytes * max(1, host.cores // cache.shared_by)
+        pairs.append((cache.name, capacity / 8, capacity / 2))
+    last = pairs[-1][2] * 2 if pairs else 32 * 2**20
+    pairs.append(("dram", 2 * last, 8 * last))
+    return pairs
+
+
+def plan_rows(host: HostCpu) -> list[RowSpec]:
+    rows = [RowSpec("H01", "eager", "add", "f32", 1), RowSpec("H02", "eager", "module-add", "f32", 1),
+            RowSpec("H03", "inductor", "mm-chain", "f32", 1), RowSpec("H04", "inductor", "mm-chain", "f32", CHAIN),
+            RowSpec("H05", "xla", "mm-chain", "f32", 1), RowSpec("H06", "xla", "mm-chain", "f32", CHAIN)]
+    for level, lo, hi in _level_sizes(host):
+        for total in (lo, hi):
+            rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "add", "f32", max(1, int(total // 12)), level))
+    for dtype, n in GEMM_SIZES.items():
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", dtype, n))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", GEMM_SIZES["f32"]))
+    for runtime in ("eager", "xla"):
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "exp", "f32", 4 * GRAIN))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "mean", "f32", 0))  # size: its nested ops, once counted
+    for runtime in ("inductor", "xla"):
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "args", "f32", ARGS))
+    return rows
+
+
+def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
+    """Every fitted value (key -> (value, the rows it came from)), by the module doc's formulas."""
+    by = {m.spec.id: m for m in measured}
+    t = {k: m.median_s for k, m in by.items()}
+    out: dict[str, tuple[float, str]] = {
+        "fitted.eager_dispatch_s": (t["H01"], "H01"), "fitted.eager_module_call_s": (max(t["H02"] - t["H01"], 1e-9), "H02 H01"),
+    }
+    for runtime, one, many in (("inductor", "H03", "H04"), ("xla", "H05", "H06")):
+        kernel = max((t[many] - t[one]) / (CHAIN - 1), 1e-9)
+        out[f"fitted.{runtime}_kernel_s"] = (kernel, f"{many} {one}")
+        out[f"fitted.{runtime}_call_s"] = (max(t[one] - kernel, 1e-9), f"{one} {many}")
+    streams: dict[str, list[Measured]] = {}
+    for m in measured:
+        if m.spec.level:
+            streams.setdefault(m.spec.level, []).append(m)
+    for level, (lo, hi) in ((k, sorted(v, key=lambda m: m.spec.size)) for k, v in streams.items()):
+        dt = max(hi.median_s - lo.median_s, 1e-12)  # timing noise can make a tiny difference negative
+        out[f"fitted.{level}_bytes_per_s"] = ((hi.spec.bytes - lo.spec.bytes) / dt, f"{lo.spec.id} {hi.spec.id}")
+    for m in measured:
+        s = m.spec
+        if s.workload == "gemm":
+            base = "H05" if s.runtime == "xla" else "H01"
+            key = "fitted.xla_gemm_f32_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}_flop_per_s"
+            out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
+    l2_rate, l2_rows = out.get("fitted.l2_bytes_per_s", out["fitted.dram_bytes_per_s"])
+    for exp in (m for m in measured if m.spec.workload == "exp"):
+        key, base = ("fitted.xla_transcendentals_per_s", "H05") if exp.spec.runtime == "xla" else ("fitted.transcendentals_per_s", "H01")
+        busy = exp.median_s - t[base] - exp.spec.bytes / l2_rate
+        out[key] = (exp.spec.size / max(busy, 1e-12), f"{exp.spec.id} {base} {l2_rows}")
+    for m in measured:
+        if m.spec.workload == "args":
+            base = "H03" if m.spec.runtime == "inductor" else "H05"
+            out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], 1e-9) / (m.spec.size - 2), f"{m.spec.id} {base}")
+    mean = next((m for m in measured if m.spec.workload == "mean"), None)
+    if mean is not None:
+        out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], 1e-9) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
+    return out
+
+
+def rows_csv(measured: list[Measured]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for m in measured:
+        s = m.spec
+        writer.writerow((s.id, s.runtime, s.workload + (f" in {s.level}" if s.level else ""), s.dtype, s.size,
+                         s.bytes, s.flops, f"{m.median_s:.6e}", f"{m.iqr_s:.3e}", m.runs))
+    return buffer.getvalue()
+
+
+def read_rows(path: Path = ROWS_CSV) -> list[Measured]:
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            workload, _, level = r["workload"].partition(" in ")
+            spec = RowSpec(r["id"], r["runtime"], workload, r["dtype"], int(r["size"]), level)
+            out.append(Measured(spec, float(r["median_s"]), float(r["iqr_s"]), int(r["runs"])))
+    return out
+
+
+def refit(target) -> dict[str, float]:
+    """The target's fitted values recomputed from the rows file beside it (a regression guard)."""
+    rows = read_rows(Path(target.path).with_suffix(".csv"))
+    return {k: v for k, (v, _) in fit(rows).items()}
+
+
+def _q(value: float, source: str, note: str = "", derivation: str = "") -> str:
+    parts = [f"value = {value:.6g}", f'source = "{source}"']
+    if derivation:
+        parts.append(f'derivation = "{derivation}"')
+    if note:
+        parts.append(f'note = "{note}"')
+    return "{ " + ", ".join(parts) + " }"
+
+
+def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: str, when: str, name: str = "host-cpu") -> str:
+    """The host-cpu target file: the operating system's facts (P), the fits (F, citing rows of
+    `rows_file`), and what follows from them (D)."""
+    if host.missing:
+        from reference.errors import BadTargetFile
+
+        raise BadTargetFile("host", ", ".join(host.missing), "read from /proc and /sys (Linux); set them in the target file by hand elsewhere")
+    lines = [
+        f"# The host CPU, calibrated by `landscape calibrate host-cpu` on {when}.",
+        f"# {host.describe()}",
+        f"# Fitted (F) values cite the rows of {rows_file} (hardware_models/host_calibration.py: the formulas).",
+        "schema = 1", f'name = "{name}"', 'family = "cpu"', f'description = "{host.model} ({host.cores} cores, {" ".join(host.features)})"',
+        "", "[chip]",
+        f"cores = {_q(host.cores, 'P os.sched_getaffinity', 'the CPUs this process may use')}",
+        f"clock_hz = {_q(host.clock_hz, 'P /proc/cpuinfo cpu MHz', 'a reading: boost and power states move it')}",
+        f"f32_lanes = {_q(host.f32_lanes, 'P /proc/cpuinfo flags', 'the widest vector extension: ' + (' '.join(host.features) or 'none'))}",
+        f"fma_per_cycle = {_q(2, 'U', 'assumed two FMA pipes per core (Zen 2-4, Skylake-SP and later); only the derived peak reads it')}",
+        "", "[peak]",
+        f"f32_flop_per_s = {_q(host.cores * host.clock_hz * host.f32_lanes * 2 * 2, 'D', 'an FMA is two FLOPs', 'chip.cores * chip.clock_hz * chip.f32_lanes * chip.fma_per_cycle * 2')}",
+        "", "[fitted]",
+    ]
+    for key, (value, rows) in sorted(fits.items()):
+        lines.append(f"{key.removeprefix('fitted.')} = {_q(value, 'F ' + rows, 'median of repeated calls on this machine')}")
+    dram = host.memory_bytes
+    lines += ["", "[levels.dram]", 'role = "main"', "on_chip = false",
+              f"bytes = {_q(dram, 'P /proc/meminfo MemTotal')}",
+              f"bytes_per_s = {_q(fits['fitted.dram_bytes_per_s'][0], 'D', '', 'fitted.dram_bytes_per_s')}",
+              f"usable_fraction = {_q(0.5, 'U', 'assumed share of memory a model may take beside everything else')}"]
+    for cache in reversed(host.caches):
+        per = host.cores // cache.shared_by
+        lines += ["", f"[levels.{cache.name}]", 'role = "on-chip"'] + ([f'per = "chip.cores"'] if per > 1 and per == host.cores else [])
+        size = cache.bytes if per in (1, host.cores) else cache.bytes * per
+        lines += [f"bytes = {_q(size, 'P sysfs cpu0/cache', 'one instance' if per == host.cores and per > 1 else 'every instance together')}",
+                  f"bytes_per_s = {_q(fits[f'fitted.{cache.name}_bytes_per_s'][0], 'D', '', f'fitted.{cache.name}_bytes_per_s')}"]
+    lines += ["", "[dtypes]", 'native = ["f64", "f32", "bf16", "f16", "i8"]', ""]
+    return "\n".join(lines)

@@ -1,0 +1,187 @@
+"""Timing on this machine, the same way for every runtime: warm-up, then the median of repeated
+calls, with the interquartile range as the spread (a shared 2-core machine is noisy).
+
+    PyTorch (eager and torch.compile): torch.utils.benchmark.Timer.blocked_autorange, which
+        runs blocks of calls long enough to time and reports per-call median and IQR
+    JAX (jax.jit): the same recipe by hand: calls in blocks of at least BLOCK_S, each block
+        ended by block_until_ready (JAX dispatches asynchronously), per-call times per block
+
+`measure_rows` times the calibration rows (hardware_models/host_calibration.py) and
+`calibrate` writes the target file and its rows. torch and jax are imported here, inside the
+functions, only when a command runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import replace
+from datetime import date
+from pathlib import Path
+
+from hardware_models.host import read_host
+from hardware_models.host_calibration import CHAIN_N, Measured, RowSpec, fit, plan_rows, rows_csv, target_toml
+
+MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
+BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
+
+
+def time_torch(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
+    """(median s, IQR s, timed blocks) of one call of `fn()`, after a warm-up call."""
+    import torch.utils.benchmark as benchmark
+
+    fn()
+    m = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_s)
+    return m.median, m.iqr, len(m.times)
+
+
+def time_jax(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
+    """(median s, IQR s, blocks) of one call of `fn()` (returning JAX arrays), compiled first."""
+    import jax
+
+    jax.block_until_ready(fn())
+    number, start = 1, time.perf_counter()
+    while True:  # calls per block: enough to fill BLOCK_S
+        t0 = time.perf_counter()
+        for _ in range(number):
+            out = fn()
+        jax.block_until_ready(out)
+        if time.perf_counter() - t0 >= BLOCK_S or number >= 1 << 20:
+            break
+        number *= 2
+    times = []
+    start = time.perf_counter()
+    while len(times) < 7 or time.perf_counter() - start < min_run_s:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            out = fn()
+        jax.block_until_ready(out)
+        times.append((time.perf_counter() - t0) / number)
+    q = statistics.quantiles(times, n=4)
+    return statistics.median(times), q[2] - q[0], len(times)
+
+
+def _torch_row(spec: RowSpec, min_run_s: float):
+    import torch
+
+    with torch.inference_mode():  # as pytorch_side runs modules, and as validate times them
+        return _torch_row_timed(spec, min_run_s)
+
+
+def _add_module():
+    """`a + b` inside an nn.Module's forward (torch is imported lazily, so it is built here)."""
+    from torch import nn
+
+    class Add(nn.Module):
+        def forward(self, a, b):
+            return a + b
+
+    return Add()
+
+
+def _torch_row_timed(spec: RowSpec, min_run_s: float):
+    import torch
+
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[spec.dtype]
+    gen = torch.Generator().manual_seed(0)
+    if spec.workload == "gemm":
+        a, b = (torch.randn(spec.size, spec.size, generator=gen).to(dtype) for _ in range(2))
+        return time_torch(lambda: torch.mm(a, b), min_run_s)
+    x = torch.randn(spec.size, generator=gen).to(dtype)
+    if spec.workload == "mm-chain":
+        return _torch_chain(spec, min_run_s)
+    if spec.workload == "args":
+        args = [torch.randn(1) for _ in range(spec.size)]
+        total = torch.compile(lambda *xs: sum(xs), dynamic=False)
+        return time_torch(lambda: total(*args), min_run_s)
+    if spec.workload == "mean":
+        one = torch.randn(1, 1)
+        return time_torch(lambda: torch.mean(one, -1), min_run_s)
+    if spec.workload == "exp":
+        out = torch.empty_like(x)
+        return time_torch(lambda: torch.exp(x, out=out), min_run_s)
+    y, out = torch.randn(spec.size, generator=gen).to(dtype), torch.empty_like(x)
+    if spec.workload == "module-add":
+        module = _add_module()
+        return time_torch(lambda: module(x, y), min_run_s)
+    if spec.size == 1:  # the dispatch row: as eager code adds, allocating its result
+        return time_torch(lambda: x + y, min_run_s)
+    return time_torch(lambda: torch.add(x, y, out=out), min_run_s)
+
+
+def _torch_chain(spec: RowSpec, min_run_s: float):
+    import torch
+    from torch import nn
+
+    class Chain(nn.Module):
+        def forward(self, x, w):
+            for _ in range(spec.size):
+                x = torch.mm(x, w)
+            return x
+
+    x, w = torch.randn(CHAIN_N, CHAIN_N), torch.randn(CHAIN_N, CHAIN_N) / CHAIN_N
+    module = torch.compile(Chain(), dynamic=False)
+    return time_torch(lambda: module(x, w), min_run_s)
+
+
+def _jax_row(spec: RowSpec, min_run_s: float):
+    import jax
+    import jax.numpy as jnp
+
+    dtype = {"f32": jnp.float32, "bf16": jnp.bfloat16, "f16": jnp.float16}[spec.dtype]
+    keys = jax.random.split(jax.random.PRNGKey(0), 2)
+    if spec.workload == "gemm":
+        a, b = (jax.random.normal(k, (spec.size, spec.size), dtype) for k in keys)
+        f = jax.jit(jnp.matmul)
+        return time_jax(lambda: f(a, b), min_run_s)
+    if spec.workload == "mm-chain":
+        def chain(x, w):
+            for _ in range(spec.size):
+                x = x @ w
+            return x
+
+        x, w = jax.random.normal(keys[0], (CHAIN_N, CHAIN_N)), jax.random.normal(keys[1], (CHAIN_N, CHAIN_N)) / CHAIN_N
+        f = jax.jit(chain)
+        return time_jax(lambda: f(x, w), min_run_s)
+    if spec.workload == "args":
+        args = [jax.random.normal(k, (1,)) for k in jax.random.split(keys[0], spec.size)]
+        f = jax.jit(lambda *xs: sum(xs))
+        return time_jax(lambda: f(*args), min_run_s)
+    x, y = (jax.random.normal(k, (spec.size,), dtype) for k in keys)
+    if spec.workload == "exp":
+        f = jax.jit(jnp.exp)
+        return time_jax(lambda: f(x), min_run_s)
+    f = jax.jit(jnp.add)
+    return time_jax(lambda: f(x, y), min_run_s)
+
+
+def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=None) -> list[Measured]:
+    out = []
+    for spec in specs:
+        if spec.workload == "mean":  # its size: the nested ops the eager tracer sees in it
+            import torch
+
+            from landscape.host_validate import trace_eager
+
+            with torch.inference_mode():
+                ops = trace_eager(lambda x: torch.mean(x, -1), [torch.randn(1, 1)])
+            spec = replace(spec, size=sum(op.nested for op in ops))
+        median, iqr, runs = (_jax_row if spec.runtime == "xla" else _torch_row)(spec, min_run_s)
+        out.append(Measured(spec, median, iqr, runs))
+        if progress:
+            progress(out[-1])
+    return out
+
+
+def calibrate(out_dir: Path, min_run_s: float = MIN_RUN_S, progress=None) -> tuple[Path, Path, dict]:
+    """Time the calibration rows here and write `host-cpu.toml` and `host-cpu.csv` under
+    `out_dir`; returns both paths and the fits (key -> (value, rows))."""
+    from landscape.outputs import write_file
+
+    host = read_host()
+    measured = measure_rows(plan_rows(host), min_run_s, progress)
+    fits = fit(measured)
+    toml_path, csv_path = out_dir / "host-cpu.toml", out_dir / "host-cpu.csv"
+    write_file(csv_path, rows_csv(measured))
+    write_file(toml_path, target_toml(host, fits, csv_path.name, date.today().isoformat()))
+    return toml_path, csv_path, fits

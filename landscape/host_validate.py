@@ -1,0 +1,251 @@
+"""`landscape validate host-cpu`: the catalogue's kernels and blocks timed on this machine three
+ways (PyTorch eager, torch.compile/Inductor, jax.jit) against the host-cpu model's predictions.
+
+Each entry runs at two sizes: its catalogue defaults (small: the runtime's fixed costs dominate)
+and LARGE (the work dominates: working sets of 0.1-8 MiB, from L2 to beyond L3). The
+prediction for a row comes from the IR of the side that ran it (torch-mlir's for eager and
+Inductor, JAX's for jax.jit) compiled by the cpu family's passes, or, eagerly, from the ATen
+ops one call dispatches (`trace_eager`); both costed by hardware_models/host_runtime.py. error = predicted / measured - 1; the summary gives the median |error| and
+the worst ratio max(p/m, m/p) per runtime and overall. Measured: median of repeated calls and
+its interquartile range (landscape/host_measure.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+from hardware_models.host_runtime import compiled_seconds, eager_seconds
+from landscape.host_measure import MIN_RUN_S, time_jax, time_torch
+
+RUNTIMES = ("eager", "inductor", "xla")
+RUNTIME_LABELS = {"eager": "PyTorch eager", "inductor": "torch.compile (Inductor)", "xla": "jax.jit (XLA:CPU)"}
+# Work-dominated sizes: each chosen by the same rule (a working set between L2 and a few MiB, or
+# GEMMs of 10-100 MFLOP), not by how well a row came out.
+LARGE = {
+    "matmul": {"m": 256, "n": 256, "k": 256},
+    "batched_matmul": {"batch": 2, "heads": 4, "m": 128, "n": 128, "k": 128},
+    "linear": {"m": 256, "k": 256, "n": 256},
+    "conv2d": {"batch": 2, "c_in": 32, "c_out": 32, "height": 32, "width": 32},
+    "add": {"m": 512, "n": 512}, "mul": {"m": 512, "n": 512}, "relu": {"m": 512, "n": 512},
+    "gelu": {"m": 512, "n": 512}, "silu": {"m": 512, "n": 512},
+    "softmax": {"m": 512, "n": 512}, "log_softmax": {"m": 512, "n": 512},
+    "layernorm": {"m": 512, "d": 512}, "rmsnorm": {"m": 512, "d": 512},
+    "rope": {"batch": 2, "seq": 256, "n_heads": 8, "head_dim": 64},
+    "attention": {"batch": 2, "seq": 256, "n_heads": 8, "n_kv_heads": 2, "head_dim": 64},
+    "mlp": {"m": 128, "d_model": 256, "d_ff": 1024},
+    "moe": {"m": 128, "d_model": 256, "d_ff": 512},
+    "embedding": {"m": 1024, "vocab": 8000, "d": 256},
+    "clone": {"n": 262144},
+    "block": {"batch": 2, "seq": 128, "n_heads": 8, "n_kv_heads": 2, "head_dim": 32, "d_ff": 512},
+    "decoder": {"batch": 2, "seq": 64, "n_heads": 8, "n_kv_heads": 2, "head_dim": 32, "d_ff": 512},
+}
+SIZES = ("small", "large")
+
+
+@dataclass(frozen=True)
+class Row:
+    entry: str
+    size: str
+    runtime: str
+    shapes: str
+    measured_s: float
+    iqr_s: float
+    predicted_s: float
+    kernels: int  # eager: ATen ops dispatched; compiled: the plan's kernels
+
+    @property
+    def error(self) -> float:
+        return self.predicted_s / self.measured_s - 1
+
+    @property
+    def ratio(self) -> float:
+        r = self.predicted_s / self.measured_s
+        return max(r, 1 / r)
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "error": self.error}
+
+
+def entries() -> list[str]:
+    from reference.catalogue import CATALOGUE
+
+    return [name for name, e in CATALOGUE.items() if e.kind == "kernel"]
+
+
+def _module_calls(module) -> int:
+    from torch import nn
+
+    return sum(1 for m in module.modules() if not isinstance(m, (nn.ModuleList, nn.ModuleDict)))
+
+
+# ATen ops a GEMM library runs, and those that take one transcendental per output element.
+CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu")
+TRANSCENDENTAL = ("exp", "log", "sin", "cos", "tanh", "erf", "sigmoid", "silu", "gelu", "rsqrt", "sqrt",
+                  "_softmax", "_log_softmax", "reciprocal")  # not pow: ATen squares with a multiply
+# Ops that read only the rows their indices name (the table is not streamed), and ops that write
+# into their first argument (no new output).
+GATHERS = ("embedding", "index_select", "gather", "index")
+# Bookkeeping the dispatcher answers without a kernel: not counted, no work.
+BOOKKEEPING = ("result_type", "resolve_conj", "resolve_neg", "empty", "empty_strided", "empty_like", "detach",
+               "alias", "lift_fresh", "_has_compatible_shallow_copy_type", "is_nonzero", "item", "_local_scalar_dense")
+VIEWS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "as_strided", "expand", "slice", "select",
+         "unsqueeze", "squeeze", "narrow", "chunk", "split", "split_with_sizes", "unbind", "contiguous", "to", "type_as")
+
+
+def _flops(name: str, shapes: list[tuple], out: int) -> int:
+    import math
+
+    if name in ("mm", "bmm"):
+        return 2 * math.prod(shapes[0]) * shapes[1][-1]
+    if name in ("addmm", "baddbmm"):
+        return 2 * math.prod(shapes[1]) * shapes[2][-1]
+    if name == "convolution":
+        return 2 * out * math.prod(shapes[1][1:])
+    if "scaled_dot_product" in name:
+        q, k = shapes[0], shapes[1]
+        return 4 * math.prod(q[:-1]) * k[-2] * q[-1]
+    return out
+
+
+def trace_eager(module, inputs, element_bytes: int = 4) -> list:
+    """The ATen ops one eager call runs, nested ones included, from the profiler's op tree (its
+    shapes, not its timings), as `FrameworkOp`s. An op called from Python is a top-level
+    dispatch, one called by another op's C++ a nested one; only a leaf (no op below it) does
+    work (a GEMM always: a bias copied below it is its own op): its inputs' bytes plus one
+    output the size of its largest input (a GEMM's: m x n),
+    FLOPs from the shapes. Bookkeeping ops are left out; views and `to` without a copy below
+    them move nothing."""
+    import math
+
+    import torch
+
+    from hardware_models.host_runtime import FrameworkOp
+
+    with torch.profiler.profile(record_shapes=True) as prof:
+        module(*inputs)
+    ops = []
+    for event in prof.events():
+        if not event.name.startswith("aten::"):
+            continue
+        name = event.name.removeprefix("aten::")
+        if name in BOOKKEEPING:
+            continue
+        parent = event.cpu_parent
+        nested = parent is not None and parent.name.startswith("aten::")
+        children = [c for c in event.cpu_children
+                    if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)]
+        shapes = [tuple(s) for s in event.input_shapes if isinstance(s, (list, tuple)) and s]
+        moved = flops = trans = out = 0
+        if (name in CONTRACTIONS or not children) and name not in VIEWS and shapes:
+            sizes = [math.prod(s) for s in shapes]
+            out = shapes[0][0] * shapes[1][-1] if name == "mm" else max(sizes)
+            if name in ("bmm", "baddbmm", "addmm"):
+                a, b = shapes[-2], shapes[-1]
+                out = math.prod(a[:-1]) * b[-1]
+            if name in GATHERS:  # indices, the rows they pick, and the output
+                table, index = shapes[0], shapes[-1]
+                out = math.prod(index) * (math.prod(table[1:]) if name in ("embedding", "index_select") else 1)
+                moved = (math.prod(index) + 2 * out) * element_bytes
+            elif name.endswith("_"):  # in place: reads its inputs, writes the first
+                moved = sum(sizes) * element_bytes
+            else:
+                moved = (sum(sizes) + out) * element_bytes
+            flops = _flops(name, shapes, out)
+            trans = out if name in TRANSCENDENTAL else 0
+        ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0))
+    return ops
+
+
+def _torch_rows(name, shapes, size, case, target, min_run_s) -> list[Row]:
+    import torch
+    import torch._dynamo
+
+    from pytorch_side.kernels import build
+    from pytorch_side.layers import routed_moe
+    from pytorch_side.lower import export_module, lower_exported
+    from pytorch_side.params import load_weights, to_torch
+
+    rows = []
+    label = " ".join(f"{k}={v}" for k, v in shapes.items())
+    with routed_moe():
+        module = load_weights(build(name, case.shapes, case.dtype), dict(case.weights)).eval()
+        inputs = [to_torch(x) for x in case.inputs.values()]
+        ir = lower_exported(export_module(module, *inputs, name=name), module, len(inputs), name).module
+        with torch.inference_mode():
+            traced = trace_eager(module, inputs)
+            eager = time_torch(lambda: module(*inputs), min_run_s)
+            torch._dynamo.reset()
+            compiled = torch.compile(module, dynamic=False)
+            inductor = time_torch(lambda: compiled(*inputs), min_run_s)
+    predicted = {"eager": eager_seconds(traced, target, _module_calls(module)), "inductor": compiled_seconds(ir, target, "inductor")}
+    for runtime, (median, iqr, _) in (("eager", eager), ("inductor", inductor)):
+        p = predicted[runtime]
+        rows.append(Row(name, size, runtime, label, median, iqr, p.seconds, p.kernels))
+    return rows
+
+
+def _jax_row(name, shapes, size, case, target, min_run_s) -> Row:
+    import jax
+    from flax import nnx
+
+    from jax_side.kernels import LAYOUTS, build
+    from jax_side.params import load_weights
+    from landscape.serving import lower_named
+
+    time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
+    fn = build(name, case.shapes, case.dtype)
+    if case.weights:
+        load_weights(fn, dict(case.weights))
+    in_perms, _ = LAYOUTS.get(name, ({}, None))
+    inputs = [jax.device_put(x.transpose(in_perms[k]) if k in in_perms else x) for k, x in case.inputs.items()]
+    if isinstance(fn, nnx.Module):  # weights as arguments, as jax_side.run_module calls it
+        graphdef, state = nnx.split(fn)
+        jitted = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))
+        median, iqr, _ = time_jax(lambda: jitted(state, *inputs), min_run_s)
+    else:
+        jitted = jax.jit(fn)
+        median, iqr, _ = time_jax(lambda: jitted(*inputs), min_run_s)
+    ir = lower_named(name, "jax", case.shapes, case.dtype).module
+    p = compiled_seconds(ir, target, "xla")
+    return Row(name, size, "xla", " ".join(f"{k}={v}" for k, v in shapes.items()), median, iqr, p.seconds, p.kernels)
+
+
+def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
+             min_run_s: float = MIN_RUN_S, progress=None) -> list[Row]:
+    """Time and predict every (entry, size, runtime); see the module doc."""
+    from reference.catalogue import get_entry
+    from reference.inputs import make_case
+
+    rows = []
+    for name in names or entries():
+        entry = get_entry(name)
+        for size in sizes:
+            given = LARGE.get(name, {}) if size == "large" else {}
+            shapes = entry.resolve(given)
+            case = make_case(entry, shapes, "float32")
+            new = []
+            if {"eager", "inductor"} & set(runtimes):
+                new += [r for r in _torch_rows(name, given, size, case, target, min_run_s) if r.runtime in runtimes]
+            if "xla" in runtimes:
+                new.append(_jax_row(name, given, size, case, target, min_run_s))
+            rows += new
+            if progress:
+                for r in new:
+                    progress(r)
+    return rows
+
+
+def summary(rows: list[Row]) -> dict:
+    """Median |error| and worst ratio, per runtime and overall; rows within 2x."""
+    def stats(rs):
+        return {"rows": len(rs), "median_abs_error": statistics.median(abs(r.error) for r in rs),
+                "worst_ratio": max(r.ratio for r in rs), "within_2x": sum(r.ratio <= 2 for r in rs)}
+
+    out = {"all": stats(rows)} if rows else {}
+    for runtime in RUNTIMES:
+        rs = [r for r in rows if r.runtime == runtime]
+        if rs:
+            out[runtime] = stats(rs)
+    return out

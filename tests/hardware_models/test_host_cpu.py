@@ -1,0 +1,177 @@
+"""The host-CPU family: what the operating system says (parsed from a fake sysfs and /proc), the
+calibration's formulas, the committed target file against the rows it cites, and the cost model's
+rules checked by hand (cache level, threads, recomputation in fused loops, eager ops)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.cost.cpu import GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.host import read_host
+from hardware_models.host_calibration import Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_runtime import FrameworkOp, eager_seconds
+from hardware_models.target import check_derivations, get_target
+from reference.errors import UnknownName
+
+
+def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "48K", "0"), (1, "Instruction", "32K", "0"),
+                                                                 (2, "Unified", "2048K", "0"), (3, "Unified", "105M", "0-55"))):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 2000.000\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       1048576 kB\n")
+    root = tmp_path / "cache"
+    for i, (level, kind, size, shared) in enumerate(caches):
+        d = root / f"index{i}"
+        d.mkdir(parents=True)
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (d / name).write_text(f"{value}\n")
+    return read_host(cpuinfo, meminfo, root)
+
+
+def test_the_os_description_is_parsed_caches_innermost_first_instruction_cache_left_out(tmp_path):
+    host = fake_machine(tmp_path)
+    assert host.model == "Test CPU" and host.clock_hz == 2e9 and host.memory_bytes == 2**30
+    assert [(c.name, c.bytes, c.shared_by) for c in host.caches] == [("l1d", 48 * 1024, 1), ("l2", 2 * 2**20, 1), ("l3", 105 * 2**20, 56)]
+    assert host.f32_lanes == 8 and host.features == ("sse2", "avx", "avx2", "fma") and not host.missing
+
+
+@pytest.mark.parametrize("flags, lanes", [("sse2 avx2 avx512f avx512_bf16 amx_tile", 16), ("sse2 avx", 8), ("sse2", 4)])
+def test_the_vector_width_follows_the_widest_extension_read(tmp_path, flags, lanes):
+    host = fake_machine(tmp_path, flags)
+    assert host.f32_lanes == lanes
+    assert ("amx_tile" in host.features) == ("amx_tile" in flags)
+
+
+def test_a_machine_without_sysfs_names_what_is_missing(tmp_path):
+    host = read_host(tmp_path / "none", tmp_path / "none", tmp_path / "none")
+    assert set(host.missing) == {"clock", "memory", "caches"}
+
+
+def test_rows_are_sized_from_the_caches_the_os_reports(tmp_path):
+    host = fake_machine(tmp_path)
+    streams = {r.level: r for r in plan_rows(host) if r.level}
+    assert set(streams) == {"l1d", "l2", "l3", "dram"}
+    # the larger L1d row holds half of one core's L1d (this fake process may use one CPU or more)
+    l1 = [r for r in plan_rows(host) if r.level == "l1d"]
+    assert max(r.bytes for r in l1) <= 48 * 1024 * max(1, host.cores) / 2 + 12
+
+
+def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
+    """Rows a machine with known rates would produce: the fits must give the rates back."""
+    out = []
+    for spec in plan_rows(fake_machine_cached()):
+        t = dispatch
+        if spec.workload == "add" and spec.size > 1:
+            t += spec.bytes / bandwidth
+        if spec.workload == "gemm":
+            t += spec.flops / gemm
+        if spec.workload == "exp":
+            t += spec.size / exp_rate + spec.bytes / bandwidth
+        if spec.workload == "mm-chain":
+            t += 1e-6 * spec.size
+        if spec.workload == "mean":
+            spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 4)
+            t += 4 * 0.5e-6
+        out.append(Measured(spec, t, 0.0, 10))
+    return out
+
+
+_HOST = None
+
+
+def fake_machine_cached():
+    global _HOST
+    if _HOST is None:
+        import tempfile
+        import pathlib
+
+        _HOST = fake_machine(pathlib.Path(tempfile.mkdtemp()))
+    return _HOST
+
+
+def test_the_fits_recover_the_rates_a_machine_was_built_with():
+    fits = {k: v for k, (v, _) in fit(synthetic_rows()).items()}
+    for level in ("l1d", "l2", "l3", "dram"):
+        assert fits[f"fitted.{level}_bytes_per_s"] == pytest.approx(50e9, rel=1e-6)  # the slope cancels the dispatch
+    assert fits["fitted.eager_dispatch_s"] == pytest.approx(2e-6)
+    assert fits["fitted.gemm_f32_flop_per_s"] == pytest.approx(100e9, rel=1e-6)
+    assert fits["fitted.transcendentals_per_s"] == pytest.approx(1e9, rel=1e-6)
+    assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
+    assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
+
+
+def test_the_committed_target_refits_from_the_rows_it_cites_a_regression_guard():
+    target = get_target("host-cpu")
+    fitted = refit(target)
+    cited = {k: q for k, q in target.quantities.items() if q.tag == "F"}
+    assert set(fitted) == set(cited)
+    ids = {m.spec.id for m in read_rows()}
+    for key, q in cited.items():
+        assert target[key] == pytest.approx(fitted[key], rel=1e-3), key
+        assert set(q.source.split()[1:]) <= ids, key
+    assert not check_derivations(target)
+
+
+def test_a_kernels_level_is_the_innermost_that_holds_it():
+    t = get_target("host-cpu")
+    l1 = t.level_capacity(next(lv for lv in t.levels if lv.name == "l1d"))
+    assert level_for(t, l1).name == "l1d"
+    assert level_for(t, l1 + 1).name == "l2"
+    assert level_for(t, 10 * t.level_capacity(t.level("on-chip"))).name == "dram"
+
+
+def test_an_op_below_the_grain_runs_on_one_core():
+    t = get_target("host-cpu")
+    assert threads(t, GRAIN) == 1.0 and threads(t, GRAIN - 1) == pytest.approx(1 / t["chip.cores"])
+
+
+def test_an_eager_gemm_costs_its_flops_at_the_fitted_rate_plus_one_dispatch_by_hand():
+    t = get_target("host-cpu")
+    n = 1024
+    op = FrameworkOp("mm", 3 * n * n * 4, 2 * n**3, contraction=True, elements=n * n)
+    memory_s = op.bytes / t["levels.l3.bytes_per_s"] if op.bytes <= t["levels.l3.bytes"] else op.bytes / t["levels.dram.bytes_per_s"]
+    expected = max(2 * n**3 / t["fitted.gemm_f32_flop_per_s"], memory_s) + t["fitted.eager_dispatch_s"]
+    got = eager_seconds([op], t, module_calls=1)
+    assert got.seconds == pytest.approx(expected + t["fitted.eager_module_call_s"])
+    nested = FrameworkOp("view", 0, 0, nested=True)
+    assert eager_seconds([op, nested], t, 0).seconds - eager_seconds([op], t, 0).seconds == pytest.approx(t["fitted.eager_nested_s"])
+
+
+def test_xla_gemms_keep_pytorchs_ratio_between_types():
+    t = get_target("host-cpu")
+    ratio = gemm_rate(t, "bf16", "xla") / gemm_rate(t, "f32", "xla")
+    assert ratio == pytest.approx(t["fitted.gemm_bf16_flop_per_s"] / t["fitted.gemm_f32_flop_per_s"])
+    assert vector_rate(t) == t["chip.cores"] * t["chip.f32_lanes"] * t["chip.clock_hz"]
+
+
+def test_another_family_or_runtime_is_refused():
+    from hardware_models.host_runtime import compiled_seconds
+
+    with pytest.raises(UnknownName):
+        eager_seconds([], get_target("h100"))
+    with pytest.raises(UnknownName):
+        compiled_seconds(None, get_target("host-cpu"), "eager")
+
+
+@pytest.mark.jax
+def test_a_broadcast_producer_is_recomputed_per_outer_iteration_a_hoisted_one_is_not():
+    """RoPE-like: cos of [t, d] inlined into [b, n, t, d] runs b * n times per element; a norm's
+    rsqrt of [m, 1] inside the [m, d] loop is hoisted (once per row)."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    rope = lower_function(lambda x, a: x * jnp.cos(a)[None, None], jax.ShapeDtypeStruct((2, 3, 16, 8), jnp.float32),
+                          jax.ShapeDtypeStruct((16, 8), jnp.float32))
+    norm = lower_function(lambda x, v: x * jax.lax.rsqrt(v), jax.ShapeDtypeStruct((16, 8), jnp.float32),
+                          jax.ShapeDtypeStruct((16, 1), jnp.float32))
+    for lowering, factor in ((rope, 2 * 3), (norm, 1)):
+        plan = compile_plan(lowering, t)
+        (group,) = [g for g in plan.groups if g.kind == "fusion"]
+        times = evaluations(plan, group)
+        heavy = [i for i in group.members if plan.ops[i].op.short_name in ("cosine", "rsqrt")]
+        assert [times[i] for i in heavy] == [factor], [plan.ops[i].op.short_name for i in group.members]

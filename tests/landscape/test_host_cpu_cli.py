@@ -1,0 +1,60 @@
+"""`landscape calibrate host-cpu` and `landscape validate host-cpu`, end to end, and their refusals.
+The timing itself is noisy on a shared machine, so these tests check what is computed and written,
+not how close a row comes (benchmarks/host_cpu_validate.py measures that)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from landscape.cli import main
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["validate", "gpu"], "valid: host-cpu"),
+    (["calibrate", "h100"], "valid: host-cpu"),
+    (["validate", "host-cpu", "--kernels", "matmul,nope"], "unknown kernel 'nope'"),
+    (["validate", "host-cpu", "--sizes", "huge"], "valid: small, large"),
+    (["validate", "host-cpu", "--runtimes", "cuda"], "valid: eager, inductor, xla"),
+    (["validate", "host-cpu", "--min-run-s", "0"], "from 0.01 to 10"),
+    (["validate", "host-cpu", "--target-file", "/nonexistent/host-cpu.toml"], "calibrate host-cpu"),
+    (["validate", "host-cpu", "--target-file", "hardware_models/targets/h100.toml"], "\"cpu\""),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and needle in err and "Traceback" not in err
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_validate_times_three_ways_and_predicts_from_the_model(capsys):
+    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.target import get_target
+    from landscape.serving import lower_named
+
+    assert main(["validate", "host-cpu", "--kernels", "add", "--sizes", "small", "--min-run-s", "0.02", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["runtime"]: r for r in out["rows"]}
+    assert set(rows) == {"eager", "inductor", "xla"} and all(r["measured_s"] > 0 for r in rows.values())
+    xla = compiled_seconds(lower_named("add", "jax", {}, "float32"), get_target("host-cpu"), "xla")
+    assert rows["xla"]["predicted_s"] == pytest.approx(xla.seconds)
+    assert out["summary"]["all"]["rows"] == 3
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, capsys):
+    from hardware_models.host_calibration import read_rows, refit
+    from hardware_models.target import load_target_file
+
+    assert main(["calibrate", "host-cpu", "--out", str(tmp_path), "--min-run-s", "0.01", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    target = load_target_file(tmp_path / "host-cpu.toml")
+    assert target.family == "cpu" and out["target_file"].endswith("host-cpu.toml")
+    ids = {m.spec.id for m in read_rows(tmp_path / "host-cpu.csv")}
+    for key, q in target.quantities.items():
+        if q.tag == "F":
+            assert set(q.source.split()[1:]) <= ids, key
+    assert refit(target) == pytest.approx({k: target[k] for k, q in target.quantities.items() if q.tag == "F"}, rel=1e-3)
