@@ -58,7 +58,9 @@ class RuntimeTime:
 
 
 def _check(target: Target) -> None:
-    if target.family != "cpu":
+    from hardware_models.families.cpu import CPU
+
+    if target.family_record is not CPU:
         raise UnknownName("host-CPU target", target.name, ["a target of the cpu family (host-cpu)"])
 
 

@@ -121,8 +121,10 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
         if not Path(target_file).is_file():
             raise BadTargetFile(target_file, "<file>", "a target file written by `landscape calibrate host-cpu`")
         target = load_target_file(Path(target_file))
-        if target.family != "cpu":
-            raise BadTargetFile(target_file, "family", f"\"cpu\" (a host-cpu file), got {target.family!r}")
+        from hardware_models.families.cpu import CPU
+
+        if target.family_record is not CPU:
+            raise BadTargetFile(target_file, "family", f"\"{CPU.name}\" (a host-cpu file), got {target.family_record.name!r}")
     else:
         target = get_target("host-cpu")
     from landscape.host_render import render_rows, rows_csv, check_machine

@@ -28,7 +28,11 @@ BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does no
 
 def time_torch(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
     """(median s, IQR s, timed blocks) of one call of `fn()`, after a warm-up call."""
-    import torch.utils.benchmark as benchmark
+    import warnings
+
+    with warnings.catch_warnings():  # its import touches torch.jit.script_method, deprecated in torch 2.13
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import torch.utils.benchmark as benchmark
 
     fn()
     m = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_s)

@@ -29,13 +29,13 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
 
 @pytest.mark.torch
 @pytest.mark.jax
-def test_validate_times_three_ways_and_predicts_from_the_model(capsys):
+def test_validate_times_three_ways_and_predicts_from_the_model(capfd):
     from hardware_models.host_runtime import compiled_seconds
     from hardware_models.target import get_target
     from landscape.serving import lower_named
 
     assert main(["validate", "host-cpu", "--kernels", "add", "--sizes", "small", "--min-run-s", "0.02", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capfd.readouterr().out)
     rows = {r["runtime"]: r for r in out["rows"]}
     assert set(rows) == {"eager", "inductor", "xla"} and all(r["measured_s"] > 0 for r in rows.values())
     xla = compiled_seconds(lower_named("add", "jax", {}, "float32"), get_target("host-cpu"), "xla")
@@ -45,12 +45,12 @@ def test_validate_times_three_ways_and_predicts_from_the_model(capsys):
 
 @pytest.mark.torch
 @pytest.mark.jax
-def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, capsys):
+def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, capfd):
     from hardware_models.host_calibration import read_rows, refit
     from hardware_models.target import load_target_file
 
     assert main(["calibrate", "host-cpu", "--out", str(tmp_path), "--min-run-s", "0.01", "--json"]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = json.loads(capfd.readouterr().out)
     target = load_target_file(tmp_path / "host-cpu.toml")
     assert target.family == "cpu" and out["target_file"].endswith("host-cpu.toml")
     ids = {m.spec.id for m in read_rows(tmp_path / "host-cpu.csv")}
