@@ -12,7 +12,10 @@ its interquartile range (landscape/host_measure.py).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -109,6 +112,20 @@ def _flops(name: str, shapes: list[tuple], out: int) -> int:
     return out
 
 
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Kineto prints a line on file descriptor 2 when the profiler starts and stops: not ours to show."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
 def trace_eager(module, inputs, element_bytes: int = 4) -> list:
     """The ATen ops one eager call runs, nested ones included, from the profiler's op tree (its
     shapes, not its timings), as `FrameworkOp`s. An op called from Python is a top-level
@@ -123,7 +140,7 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
 
     from hardware_models.host_runtime import FrameworkOp
 
-    with torch.profiler.profile(record_shapes=True) as prof:
+    with _quiet_stderr(), torch.profiler.profile(record_shapes=True) as prof:
         module(*inputs)
     ops = []
     for event in prof.events():
