@@ -5,8 +5,9 @@ Each entry runs at two sizes: its catalogue defaults (small: the runtime's fixed
 and LARGE (the work dominates: working sets of 0.1-8 MiB, from L2 to beyond L3). The
 prediction for a row comes from the IR of the side that ran it (torch-mlir's for eager and
 Inductor, JAX's for jax.jit) compiled by the cpu family's passes, or, eagerly, from the ATen
-ops one call dispatches (`trace_eager`); both costed by hardware_models/host_runtime.py. error = predicted / measured - 1; the summary gives the median |error| and
-the worst ratio max(p/m, m/p) per runtime and overall. Measured: median of repeated calls and
+ops one call dispatches (`trace_eager`); both costed by hardware_models/host_runtime.py.
+error = predicted / measured - 1; the summary gives the median |error| and the worst ratio
+max(p/m, m/p) per runtime and overall. Measured: median of repeated calls and
 its interquartile range (landscape/host_measure.py).
 """
 
@@ -19,10 +20,10 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from hardware_models.cost.cpu import RUNTIMES
 from hardware_models.host_runtime import compiled_seconds, eager_seconds
 from landscape.host_measure import MIN_RUN_S, time_jax, time_torch
 
-RUNTIMES = ("eager", "inductor", "xla")
 RUNTIME_LABELS = {"eager": "PyTorch eager", "inductor": "torch.compile (Inductor)", "xla": "jax.jit (XLA:CPU)"}
 # Work-dominated sizes: each chosen by the same rule (a working set between L2 and a few MiB, or
 # GEMMs of 10-100 MFLOP), not by how well a row came out.
@@ -75,6 +76,11 @@ def entries() -> list[str]:
     from reference.catalogue import CATALOGUE
 
     return [name for name, e in CATALOGUE.items() if e.kind == "kernel"]
+
+
+def _label(shapes: dict) -> str:
+    """The sizes a row was run at, as `--shape` spells them ("" for the catalogue's defaults)."""
+    return " ".join(f"{k}={v}" for k, v in shapes.items())
 
 
 def _module_calls(module) -> int:
@@ -185,7 +191,6 @@ def _torch_rows(name, shapes, size, case, target, min_run_s) -> list[Row]:
     from pytorch_side.params import load_weights, to_torch
 
     rows = []
-    label = " ".join(f"{k}={v}" for k, v in shapes.items())
     with routed_moe():
         module = load_weights(build(name, case.shapes, case.dtype), dict(case.weights)).eval()
         inputs = [to_torch(x) for x in case.inputs.values()]
@@ -199,7 +204,7 @@ def _torch_rows(name, shapes, size, case, target, min_run_s) -> list[Row]:
     predicted = {"eager": eager_seconds(traced, target, _module_calls(module)), "inductor": compiled_seconds(ir, target, "inductor")}
     for runtime, (median, iqr, _) in (("eager", eager), ("inductor", inductor)):
         p = predicted[runtime]
-        rows.append(Row(name, size, runtime, label, median, iqr, p.seconds, p.kernels))
+        rows.append(Row(name, size, runtime, _label(shapes), median, iqr, p.seconds, p.kernels))
     return rows
 
 
@@ -226,7 +231,7 @@ def _jax_row(name, shapes, size, case, target, min_run_s) -> Row:
         median, iqr, _ = time_jax(lambda: jitted(*inputs), min_run_s)
     ir = lower_named(name, "jax", case.shapes, case.dtype).module
     p = compiled_seconds(ir, target, "xla")
-    return Row(name, size, "xla", " ".join(f"{k}={v}" for k, v in shapes.items()), median, iqr, p.seconds, p.kernels)
+    return Row(name, size, "xla", _label(shapes), median, iqr, p.seconds, p.kernels)
 
 
 def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
