@@ -92,12 +92,13 @@ def _level_sizes(host: HostCpu) -> list[tuple[str, float, float]]:
     for cache in host.caches:
         capacity = cache.bytes * max(1, host.cores // cache.shared_by)
         pairs.append((cache.name, capacity / 8, capacity / 2))
-    last = pairs[-1][2] * 2 if pairs else 32 * 2**20
-    pairs.append(("dram", 2 * last, 8 * last))
+    pairs.append(("dram", 4 * pairs[-1][2], 16 * pairs[-1][2]))  # 2x and 8x the last level's capacity
     return pairs
 
 
 def plan_rows(host: HostCpu) -> list[RowSpec]:
+    """The rows to time on `host`, sized from its caches (BadTargetFile where the OS gave none)."""
+    _require(host)
     rows = [RowSpec("H01", "eager", "add", "f32", 1), RowSpec("H02", "eager", "module-add", "f32", 1),
             RowSpec("H03", "inductor", "mm-chain", "f32", 1), RowSpec("H04", "inductor", "mm-chain", "f32", CHAIN),
             RowSpec("H05", "xla", "mm-chain", "f32", 1), RowSpec("H06", "xla", "mm-chain", "f32", CHAIN)]
@@ -181,6 +182,13 @@ def refit(target) -> dict[str, float]:
     return {k: v for k, (v, _) in fit(rows).items()}
 
 
+def _require(host: HostCpu) -> None:
+    if host.missing:
+        from reference.errors import BadTargetFile
+
+        raise BadTargetFile("host", ", ".join(host.missing), "read from /proc and /sys (Linux); set them in the target file by hand elsewhere")
+
+
 def _q(value: float, source: str, note: str = "", derivation: str = "") -> str:
     parts = [f"value = {value:.6g}", f'source = "{source}"']
     if derivation:
@@ -193,10 +201,7 @@ def _q(value: float, source: str, note: str = "", derivation: str = "") -> str:
 def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: str, when: str, name: str = "host-cpu") -> str:
     """The host-cpu target file: the operating system's facts (P), the fits (F, citing rows of
     `rows_file`), and what follows from them (D)."""
-    if host.missing:
-        from reference.errors import BadTargetFile
-
-        raise BadTargetFile("host", ", ".join(host.missing), "read from /proc and /sys (Linux); set them in the target file by hand elsewhere")
+    _require(host)
     lines = [
         f"# The host CPU, calibrated by `landscape calibrate host-cpu` on {when}.",
         f"# {host.describe()}",

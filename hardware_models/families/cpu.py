@@ -39,9 +39,14 @@ from reference.ir.graph import ELEMENT_BYTES
 MICRO_ROWS = 6  # a compiler choice: rows of C a micro-kernel keeps in registers (BLIS's Haswell kernel)
 
 
-def _cache(target: Target, name: str, default: float) -> float:
+def _cache(target: Target, name: str) -> float:
+    """One instance of cache `name`; a machine without it blocks for the nearest level it has
+    (the innermost on-chip level, else main memory)."""
     key = f"levels.{name}.bytes"
-    return target[key] if key in target.quantities else default
+    if key in target.quantities:
+        return target[key]
+    inner = [lv for lv in target.levels if lv.role == "on-chip"]
+    return target.level_value(inner[-1] if inner else target.level("main"), "bytes")
 
 
 def cpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
@@ -49,7 +54,7 @@ def cpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     e = ELEMENT_BYTES.get(shape.dtype, 4)
     mr, nr = MICRO_ROWS, 2 * lanes
     np_ = round_up(shape.n, lanes)
-    l1, l2 = _cache(target, "l1d", 32768), _cache(target, "l2", 262144)
+    l1, l2 = _cache(target, "l1d"), _cache(target, "l2")
     last = target.level_capacity(target.level("on-chip")) if target.has_level("on-chip") else l2
     kc = max(1, min(shape.k, int(l1 / 2 // (nr * e))))
     mc = max(mr, min(round_up(shape.m, mr), int(l2 / 2 // (kc * e)) // mr * mr))

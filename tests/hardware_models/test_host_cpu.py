@@ -44,8 +44,12 @@ def test_the_vector_width_follows_the_widest_extension_read(tmp_path, flags, lan
 
 
 def test_a_machine_without_sysfs_names_what_is_missing(tmp_path):
+    from reference.errors import BadTargetFile
+
     host = read_host(tmp_path / "none", tmp_path / "none", tmp_path / "none")
     assert set(host.missing) == {"clock", "memory", "caches"}
+    with pytest.raises(BadTargetFile, match="caches"):  # refused before anything is timed
+        plan_rows(host)
 
 
 def test_rows_are_sized_from_the_caches_the_os_reports(tmp_path):
