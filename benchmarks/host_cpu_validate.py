@@ -13,7 +13,7 @@ import sys
 from hardware_models.host import read_host
 from hardware_models.target import get_target, load_target_file
 from landscape.host_render import rows_csv
-from landscape.host_validate import summary, validate
+from landscape.host_validate import drift, summary, validate
 
 RESULTS = pathlib.Path(__file__).with_name("results") / "host_cpu_validate.csv"
 
@@ -22,11 +22,14 @@ def main(argv: list[str]) -> int:
     target = get_target("host-cpu")
     if argv[:1] == ["--target-file"]:
         target, argv = load_target_file(pathlib.Path(argv[1])), argv[2:]
+    before = drift(target)
     rows = validate(target, argv or None, progress=lambda r: print(
         f"{r.entry:15s} {r.size:5s} {r.runtime:8s} measured {r.measured_s * 1e6:10.1f} us "
         f"predicted {r.predicted_s * 1e6:10.1f} us  {r.error:+.0%}", file=sys.stderr))
+    after = drift(target)
     RESULTS.write_text(rows_csv(rows))
-    print(json.dumps({"machine": read_host().describe(), "target_file": target.path, "summary": summary(rows)}, indent=2))
+    print(json.dumps({"machine": read_host().describe(), "target_file": target.path, "summary": summary(rows),
+                      "drift": {"before": before, "after": after}}, indent=2))
     return 0
 
 

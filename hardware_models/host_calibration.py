@@ -11,21 +11,32 @@ caches the operating system reports (hardware_models/host.py), so another machin
                                                         fitted.inductor_call_s = t(H03) - kernel_s
     H05, H06 xla   the same chains, jax.jit'ed          fitted.xla_kernel_s, fitted.xla_call_s alike
     H07-H14 eager  c = a + b (f32, out= preallocated) at two total sizes inside each level,
-                   1/8 and 1/2 of it (L1d, L2, L3), and 2x and 8x the last level (DRAM):
+                   1/8 and 1/2 of a private cache (L1d, L2), 1/16 and 1/4 of a shared one (L3:
+                   other cores and tenants take part of it), and 2x and 8x the last level (DRAM):
                    levels.X.bytes_per_s = (bytes(hi) - bytes(lo)) / (t(hi) - t(lo)), the slope,
                    so the dispatch cancels
     H15-H17 eager  square GEMM in f32 (1024), bf16 and f16 (512)
                    fitted.gemm_D_flop_per_s = 2 n^3 / (t - t(H01))
     H18 xla        square GEMM in f32 (1024), jax.jit   fitted.xla_gemm_f32_flop_per_s = 2 n^3 / (t - t(H05))
-    H19 eager      exp of n = 4 * GRAIN f32 elements (so ATen uses every core)
-                   fitted.transcendentals_per_s = n / (t - t(H01) - 8 n / L2 bandwidth)
-    H20 xla        the same exp, jax.jit'ed            fitted.xla_transcendentals_per_s = n / (t - t(H05) - 8 n / L2 bandwidth)
-    H22, H23       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
+    H19 eager      mean of a 1 x 1 tensor, which ATen runs as N nested ops (sum, div_, ...: the
+                   row's size, counted by the same tracer that validate uses)
+                   fitted.eager_nested_s = (t(H19) - t(H01)) / N
+    H20, H21       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
                    checked by a guard (Inductor) or flattened and handed to the executable (XLA)
                    fitted.R_arg_s = (t - t(H03 or H05)) / (ARGS - 2), H03/H05 taking two arguments
-    H21 eager      mean of a 1 x 1 tensor, which ATen runs as N nested ops (sum, div_, ...: the
-                   row's size, counted by the same tracer that validate uses)
-                   fitted.eager_nested_s = (t(H21) - t(H01)) / N
+    H22...         y = F(x) of n = UNARY_N f32 elements (16 grains, so every runtime uses every core;
+                   2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
+                   arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
+                   times ATen's own GELU and SiLU kernels, EAGER_KERNELS): each math library has its
+                   own polynomials, and their costs differ by 10x between functions and runtimes
+                   fitted.R_F_per_s = n / (t - t(base)), base H01 (eager), H03 (inductor), H05 (xla):
+                   the runtime's cost of a call of one tiny kernel
+    H54...         a 3 x 3 convolution (padding 1; NCHW in PyTorch, NHWC in JAX, as each side's
+                   catalogue entry runs it) with 4 and with 64 channels in and out
+                   (CONV_SIZES), through each runtime: its own library kernel (oneDNN under eager and
+                   Inductor, XLA:CPU's own), with a fixed cost per call far above a GEMM's
+                   fitted.R_conv_flop_per_s = (F(large) - F(small)) / (t(large) - t(small)), the slope;
+                   fitted.R_conv_s = t(small) - t(base) - F(small) / that rate
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -37,7 +48,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import GRAIN
+from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GRAIN
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -46,6 +57,11 @@ GEMM_SIZES = {"f32": 1024, "bf16": 512, "f16": 512}
 CHAIN = 16  # dependent matmuls in the per-kernel rows
 ARGS = 16  # arguments of the per-argument rows
 CHAIN_N = 8  # their side: tiny, so the rows time the runtime, not the arithmetic
+UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out inside any L3 we know
+# The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
+# one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
+CONV_SIZES = {4: (1, 8), 64: (2, 32)}
+CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny kernel
 
 
 @dataclass(frozen=True)
@@ -53,7 +69,8 @@ class RowSpec:
     """A kernel to time: `workload` is "add" (size = elements of each of a, b, c; "module-add"
     inside an nn.Module), "mm-chain" (size = dependent CHAIN_N-square matmuls), "args" (a sum of `size` 1-element arguments), "mean" (of one element; size = the
     nested ops ATen runs for it), "gemm"
-    (size = n of an n x n x n GEMM) or "exp" (size = elements)."""
+    (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements) or "conv" (size =
+    channels in and out, CONV_SIZES)."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -61,20 +78,27 @@ class RowSpec:
     dtype: str
     size: int
     level: str = ""  # the level a stream row measures
+    fn: str = ""  # the function a unary row applies
 
     @property
     def bytes(self) -> int:
         e = {"f32": 4, "bf16": 2, "f16": 2}[self.dtype]
         if self.workload == "mm-chain":
             return (self.size + 2) * CHAIN_N**2 * e
+        if self.workload == "conv":
+            b, hw = CONV_SIZES[self.size]
+            return (2 * b * self.size * hw * hw + 9 * self.size**2) * e
         if self.workload in ("mean", "args"):
             return 2 * e * (self.size if self.workload == "args" else 1)
-        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "exp": 2 * self.size * e}[self.workload]
+        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e}[self.workload]
 
     @property
     def flops(self) -> int:
         if self.workload == "mm-chain":
             return 2 * self.size * CHAIN_N**3
+        if self.workload == "conv":
+            b, hw = CONV_SIZES[self.size]
+            return 2 * b * hw * hw * self.size**2 * 9
         return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
 
 
@@ -88,11 +112,14 @@ class Measured:
 
 def _level_sizes(host: HostCpu) -> list[tuple[str, float, float]]:
     """(level, low bytes, high bytes) of each stream pair: inside each cache, then beyond the last."""
-    pairs = []
+    pairs, capacity = [], 0.0
     for cache in host.caches:
         capacity = cache.bytes * max(1, host.cores // cache.shared_by)
-        pairs.append((cache.name, capacity / 8, capacity / 2))
-    pairs.append(("dram", 4 * pairs[-1][2], 16 * pairs[-1][2]))  # 2x and 8x the last level's capacity
+        # a cache several cores share (on a virtual machine, other tenants too) holds less of it
+        # for us: its rows stay at 1/16 and 1/4, a private cache's at 1/8 and 1/2
+        low, high = (16, 4) if cache.shared_by > 1 else (8, 2)
+        pairs.append((cache.name, capacity / low, capacity / high))
+    pairs.append(("dram", 2 * capacity, 8 * capacity))  # 2x and 8x the last level's capacity
     return pairs
 
 
@@ -108,11 +135,15 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     for dtype, n in GEMM_SIZES.items():
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", dtype, n))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", GEMM_SIZES["f32"]))
-    for runtime in ("eager", "xla"):
-        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "exp", "f32", 4 * GRAIN))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "mean", "f32", 0))  # size: its nested ops, once counted
     for runtime in ("inductor", "xla"):
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "args", "f32", ARGS))
+    for runtime in ("eager", "inductor", "xla"):
+        for fn in FUNCTIONS + (EAGER_KERNELS if runtime == "eager" else ()):
+            rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "unary", "f32", UNARY_N, fn=fn))
+    for runtime in ("eager", "inductor", "xla"):
+        for channels in CONV_SIZES:
+            rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "conv", "f32", channels))
     return rows
 
 
@@ -140,15 +171,20 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
             base = "H05" if s.runtime == "xla" else "H01"
             key = "fitted.xla_gemm_f32_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}_flop_per_s"
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
-    l2_rate, l2_rows = out.get("fitted.l2_bytes_per_s", out["fitted.dram_bytes_per_s"])
-    for exp in (m for m in measured if m.spec.workload == "exp"):
-        key, base = ("fitted.xla_transcendentals_per_s", "H05") if exp.spec.runtime == "xla" else ("fitted.transcendentals_per_s", "H01")
-        busy = exp.median_s - t[base] - exp.spec.bytes / l2_rate
-        out[key] = (exp.spec.size / max(busy, 1e-12), f"{exp.spec.id} {base} {l2_rows}")
+    for m in (m for m in measured if m.spec.workload == "unary"):
+        base = CALL_ROWS[m.spec.runtime]
+        out[f"fitted.{m.spec.runtime}_{m.spec.fn}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
     for m in measured:
         if m.spec.workload == "args":
             base = "H03" if m.spec.runtime == "inductor" else "H05"
             out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], 1e-9) / (m.spec.size - 2), f"{m.spec.id} {base}")
+    for runtime in ("eager", "inductor", "xla"):
+        small, large = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime), key=lambda m: m.spec.size)
+        rate = (large.spec.flops - small.spec.flops) / max(large.median_s - small.median_s, 1e-12)
+        rows = f"{small.spec.id} {large.spec.id}"
+        out[f"fitted.{runtime}_conv_flop_per_s"] = (rate, rows)
+        base = CALL_ROWS[runtime]
+        out[f"fitted.{runtime}_conv_s"] = (max(small.median_s - t[base] - small.spec.flops / rate, 1e-9), f"{rows} {base}")
     mean = next((m for m in measured if m.spec.workload == "mean"), None)
     if mean is not None:
         out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], 1e-9) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
@@ -161,7 +197,7 @@ def rows_csv(measured: list[Measured]) -> str:
     writer.writerow(COLUMNS)
     for m in measured:
         s = m.spec
-        writer.writerow((s.id, s.runtime, s.workload + (f" in {s.level}" if s.level else ""), s.dtype, s.size,
+        writer.writerow((s.id, s.runtime, s.workload + (f" {s.fn}" if s.fn else "") + (f" in {s.level}" if s.level else ""), s.dtype, s.size,
                          s.bytes, s.flops, f"{m.median_s:.6e}", f"{m.iqr_s:.3e}", m.runs))
     return buffer.getvalue()
 
@@ -171,7 +207,8 @@ def read_rows(path: Path = ROWS_CSV) -> list[Measured]:
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             workload, _, level = r["workload"].partition(" in ")
-            spec = RowSpec(r["id"], r["runtime"], workload, r["dtype"], int(r["size"]), level)
+            workload, _, fn = workload.partition(" ")  # "unary exponential"
+            spec = RowSpec(r["id"], r["runtime"], workload, r["dtype"], int(r["size"]), level, fn)
             out.append(Measured(spec, float(r["median_s"]), float(r["iqr_s"]), int(r["runs"])))
     return out
 

@@ -42,6 +42,7 @@ class FrameworkOp:
     dtype: str = "f32"
     nested: bool = False
     elements: int = 0  # its output's elements (what ATen splits over threads)
+    function: str = "exponential"  # the transcendental it evaluates (cost/cpu.py transcendental_rate)
 
 
 @dataclass(frozen=True)

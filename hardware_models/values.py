@@ -28,14 +28,18 @@ FREE = {"constant", "return", "call", "while"}
 FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
 
 
-def constant_values(ops: tuple[PlannedOp, ...]) -> set[str]:
+def constant_values(ops: tuple[PlannedOp, ...], fold_iota: bool = True) -> set[str]:
     """Values computable at compile time: constants, iotas and arithmetic on them (no call,
-    loop or return), which the targets' compilers fold into the ops that read them."""
+    loop or return), which the targets' compilers fold into the ops that read them. With
+    `fold_iota` False, an iota and what is computed from it are left to run time, as XLA:CPU
+    and Inductor's C++ backend do (XLA's constant folding skips iotas and broadcasts, which
+    would make large constants; both compute them inside the loop that reads them)."""
     constant: set[str] = set()
+    sources = ("constant", "iota") if fold_iota else ("constant",)
     for p in ops:
         if not p.op.known:  # an opaque op is a host fallback, never folded at compile time
             continue
-        if p.op.short_name in ("constant", "iota") or (
+        if p.op.short_name in sources or (
                 p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
             constant.update(p.results)
     return constant

@@ -57,8 +57,9 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     \b
     Rows: the eager dispatch, an nn.Module call, nested ATen ops; torch.compile's and jax.jit's
     call and per-kernel costs; streaming bandwidth inside each cache level and beyond the last;
-    GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32); exp throughput (ATen and XLA).
-    Each is the median of repeated calls after a warm-up, with its interquartile range.
+    GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32); the throughput of ten transcendental
+    functions through each runtime (and ATen's GELU and SiLU kernels); a convolution's fixed
+    cost and rate through each runtime. Each is the median of repeated calls after a warm-up, with its interquartile range.
     Use the file with `landscape validate host-cpu --target-file DIR/host-cpu.toml`, or copy
     it over hardware_models/targets/host-cpu.toml to make it the default.
     """
@@ -103,6 +104,8 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
 
     The summary gives, per runtime and overall, the median |error|, the worst ratio
     max(p/m, m/p) and the rows within 2x. Measured: median of repeated calls (IQR beside it).
+    The calibration's call and GEMM rows are re-timed before and after ("machine drift"): a
+    shared machine's speed moves, and every prediction with it.
     """
     from hardware_models.target import get_target, load_target_file
     from landscape.host_validate import LARGE, RUNTIMES, SIZES
@@ -127,19 +130,22 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
             raise BadTargetFile(target_file, "family", f"\"{CPU.name}\" (a host-cpu file), got {target.family_record.name!r}")
     else:
         target = get_target("host-cpu")
-    from landscape.host_render import render_rows, rows_csv, check_machine
-    from landscape.host_validate import summary, validate as run
+    from landscape.host_render import check_machine, render_drift, render_rows, rows_csv
+    from landscape.host_validate import drift, summary, validate as run
 
     note = check_machine(target)
     if note and not as_json:
         click.echo(note, err=True)
+    before = drift(target, min_run_s)
     rows = run(target, names, size_list, runtime_list, min_run_s)
+    after = drift(target, min_run_s) if before else {}
     if csv_path is not None:
         from landscape.outputs import write_file
 
         write_file(csv_path, rows_csv(rows))
     if as_json:
         print_json({"target": target.name, "target_file": target.path, "machine_note": note,
-                    "rows": [r.to_dict() for r in rows], "summary": summary(rows)})
+                    "rows": [r.to_dict() for r in rows], "summary": summary(rows), "drift": {"before": before, "after": after}})
         return
     click.echo(render_rows(rows, summary(rows), target))
+    click.echo(render_drift(before, after))

@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import CHAIN_N, Measured, RowSpec, fit, plan_rows, rows_csv, target_toml
+from hardware_models.host_calibration import CHAIN_N, CONV_SIZES, Measured, RowSpec, fit, plan_rows, rows_csv, target_toml
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
@@ -83,6 +83,31 @@ def _add_module():
     return Add()
 
 
+POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
+
+
+def _domain(fn: str, x):
+    return abs(x) + 0.01 if fn in POSITIVE else x
+
+
+def _torch_function(fn: str):
+    """The ATen op of a calibration function (hardware_models/host_calibration.py FUNCTIONS)."""
+    import torch
+    import torch.nn.functional as F
+
+    return {"exponential": torch.exp, "log": torch.log, "tanh": torch.tanh, "logistic": torch.sigmoid, "erf": torch.erf,
+            "erfc": torch.erfc, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sine": torch.sin, "cosine": torch.cos,
+            "gelu": F.gelu, "silu": F.silu}[fn]
+
+
+def _jax_function(fn: str):
+    import jax
+    import jax.numpy as jnp
+
+    return {"exponential": jnp.exp, "log": jnp.log, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "erf": jax.lax.erf,
+            "erfc": jax.lax.erfc, "sqrt": jnp.sqrt, "rsqrt": jax.lax.rsqrt, "sine": jnp.sin, "cosine": jnp.cos}[fn]
+
+
 def _torch_row_timed(spec: RowSpec, min_run_s: float):
     import torch
 
@@ -91,6 +116,8 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
     if spec.workload == "gemm":
         a, b = (torch.randn(spec.size, spec.size, generator=gen).to(dtype) for _ in range(2))
         return time_torch(lambda: torch.mm(a, b), min_run_s)
+    if spec.workload == "conv":
+        return _torch_conv(spec, min_run_s)
     x = torch.randn(spec.size, generator=gen).to(dtype)
     if spec.workload == "mm-chain":
         return _torch_chain(spec, min_run_s)
@@ -101,9 +128,14 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
     if spec.workload == "mean":
         one = torch.randn(1, 1)
         return time_torch(lambda: torch.mean(one, -1), min_run_s)
-    if spec.workload == "exp":
-        out = torch.empty_like(x)
-        return time_torch(lambda: torch.exp(x, out=out), min_run_s)
+    if spec.workload == "unary":
+        fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
+        if spec.runtime == "inductor":
+            import torch._dynamo
+
+            torch._dynamo.reset()  # each function its own compile, none a recompile of another
+            fn = torch.compile(fn, dynamic=False)
+        return time_torch(lambda: fn(x), min_run_s)
     y, out = torch.randn(spec.size, generator=gen).to(dtype), torch.empty_like(x)
     if spec.workload == "module-add":
         module = _add_module()
@@ -111,6 +143,22 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
     if spec.size == 1:  # the dispatch row: as eager code adds, allocating its result
         return time_torch(lambda: x + y, min_run_s)
     return time_torch(lambda: torch.add(x, y, out=out), min_run_s)
+
+
+def _torch_conv(spec: RowSpec, min_run_s: float):
+    """A 3 x 3 convolution, NCHW, padding 1 (host_calibration.CONV_SIZES), eager or compiled."""
+    import torch
+    import torch.nn.functional as F
+
+    batch, hw = CONV_SIZES[spec.size]
+    x, w = torch.randn(batch, spec.size, hw, hw), torch.randn(spec.size, spec.size, 3, 3) / spec.size
+    fn = lambda a, b: F.conv2d(a, b, padding=1)  # noqa: E731
+    if spec.runtime == "inductor":
+        import torch._dynamo
+
+        torch._dynamo.reset()
+        fn = torch.compile(fn, dynamic=False)
+    return time_torch(lambda: fn(x, w), min_run_s)
 
 
 def _torch_chain(spec: RowSpec, min_run_s: float):
@@ -151,9 +199,14 @@ def _jax_row(spec: RowSpec, min_run_s: float):
         args = [jax.random.normal(k, (1,)) for k in jax.random.split(keys[0], spec.size)]
         f = jax.jit(lambda *xs: sum(xs))
         return time_jax(lambda: f(*args), min_run_s)
+    if spec.workload == "conv":  # NHWC, as the JAX side's nnx.Conv runs it
+        batch, hw = CONV_SIZES[spec.size]
+        x, w = jax.random.normal(keys[0], (batch, hw, hw, spec.size)), jax.random.normal(keys[1], (3, 3, spec.size, spec.size)) / spec.size
+        f = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        return time_jax(lambda: f(x, w), min_run_s)
     x, y = (jax.random.normal(k, (spec.size,), dtype) for k in keys)
-    if spec.workload == "exp":
-        f = jax.jit(jnp.exp)
+    if spec.workload == "unary":
+        f, x = jax.jit(_jax_function(spec.fn)), _domain(spec.fn, x)
         return time_jax(lambda: f(x), min_run_s)
     f = jax.jit(jnp.add)
     return time_jax(lambda: f(x, y), min_run_s)

@@ -26,6 +26,14 @@ def render_rows(rows: list[Row], summary: dict, target) -> str:
     return "\n".join(lines)
 
 
+def render_drift(before: dict[str, float], after: dict[str, float]) -> str:
+    """One line: the anchor rows' time now against the calibration's, before and after."""
+    if not before:
+        return "machine drift: not measured (the target file has no rows file beside it)"
+    parts = ", ".join(f"{k} {before[k]:.2f}x then {after.get(k, float('nan')):.2f}x" for k in before)
+    return f"machine drift (time now / at calibration): {parts}"
+
+
 def rows_csv(rows: list[Row]) -> str:
     buffer = io.StringIO()
     fields = ("entry", "size", "runtime", "shapes", "measured_s", "iqr_s", "predicted_s", "error", "kernels")

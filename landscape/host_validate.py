@@ -89,10 +89,13 @@ def _module_calls(module) -> int:
     return sum(1 for m in module.modules() if not isinstance(m, (nn.ModuleList, nn.ModuleDict)))
 
 
-# ATen ops a GEMM library runs, and those that take one transcendental per output element.
+# ATen ops a GEMM library runs.
 CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu")
-TRANSCENDENTAL = ("exp", "log", "sin", "cos", "tanh", "erf", "sigmoid", "silu", "gelu", "rsqrt", "sqrt",
-                  "_softmax", "_log_softmax", "reciprocal")  # not pow: ATen squares with a multiply
+# ATen ops that take one transcendental per output element, and the function whose rate each runs
+# at (hardware_models/cost/cpu.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
+TRANSCENDENTAL = {"exp": "exponential", "log": "log", "sin": "sine", "cos": "cosine", "tanh": "tanh", "erf": "erf",
+                  "erfc": "erfc", "sigmoid": "logistic", "silu": "silu", "gelu": "gelu", "rsqrt": "rsqrt", "sqrt": "sqrt",
+                  "_softmax": "exponential", "_log_softmax": "exponential"}  # not pow: ATen squares with a multiply
 # Ops that read only the rows their indices name (the table is not streamed), and ops that write
 # into their first argument (no new output).
 GATHERS = ("embedding", "index_select", "gather", "index")
@@ -177,7 +180,8 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
                 moved = (sum(sizes) + out) * element_bytes
             flops = _flops(name, shapes, out)
             trans = out if name in TRANSCENDENTAL else 0
-        ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0))
+        ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0,
+                               TRANSCENDENTAL.get(name, "exponential")))
     return ops
 
 
@@ -257,6 +261,28 @@ def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SI
                 for r in new:
                     progress(r)
     return rows
+
+
+# The calibration rows re-timed before and after a validation, to say how far the machine has moved
+# since it was calibrated: each runtime's call of a tiny kernel, and the f32 GEMM.
+ANCHORS = (("eager", "add", 1), ("inductor", "mm-chain", 1), ("xla", "mm-chain", 1), ("eager", "gemm", 1024))
+
+
+def drift(target, min_run_s: float = MIN_RUN_S) -> dict[str, float]:
+    """Row id -> its time now / its time in the target's rows file (> 1: slower than when
+    calibrated). Empty when the target has no rows file beside it. A shared machine's speed moves
+    by tens of percent within minutes; every prediction moves with it."""
+    from pathlib import Path
+
+    from hardware_models.host_calibration import read_rows
+    from landscape.host_measure import measure_rows
+
+    path = Path(target.path).with_suffix(".csv")
+    if not path.is_file():
+        return {}
+    rows = [m for m in read_rows(path) if (m.spec.runtime, m.spec.workload, m.spec.size) in ANCHORS and m.spec.dtype == "f32"]
+    now = measure_rows([m.spec for m in rows], min_run_s)
+    return {m.spec.id: n.median_s / m.median_s for m, n in zip(rows, now)}
 
 
 def summary(rows: list[Row]) -> dict:

@@ -10,8 +10,11 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 that gathers, concatenates, pads or slices dynamically (SCALAR_LOOP_OPS) is not
                 vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
                 with a branch or an index): it runs at cores * clock, one element op per cycle
-    transcendentals  fitted.transcendentals_per_s (ATen's exp), fitted.xla_transcendentals_per_s
-                (XLA:CPU's inlined polynomials)
+    transcendentals  fitted.<runtime>_<function>_per_s, one rate per function and runtime (ATen's
+                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs 10x
+                XLA's in ATen, rsqrt 4x ATen's in XLA); a function without a row of its own costs
+                what its runtime's exponential costs; eager ATen kernels that are their own
+                (gelu, silu, softmax: `FrameworkOp.function`) have their own rows or exp's
     levels      each level's bytes_per_s, measured by streaming c = a + b through it
 Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
     Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
@@ -22,13 +25,16 @@ Working set (caches warm, as in a benchmark loop that calls the kernel again and
     (all instances) holds the footprint, else DRAM
 A compiled kernel (a group of the plan):
     contraction  compute_s = useful FLOPs / GEMM rate; busy_s = padded FLOPs / GEMM rate (n
-                 padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate
-    fusion       compute_s = FLOPs / vector rate + transcendentals / transcendental rate, each
+                 padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate; a
+                 convolution runs at fitted.<runtime>_conv_flop_per_s instead and adds the
+                 library's fixed cost per call, fitted.<runtime>_conv_s (both measured apart:
+                 oneDNN's and XLA:CPU's convolutions are not their GEMMs)
+    fusion       compute_s = FLOPs / vector rate + sum over functions of evaluations / its rate, each
                  member op counted as often as the fused loop evaluates it (`evaluations`)
     time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
              per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
 An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs and
-transcendentals, + fitted.eager_dispatch_s (fitted.eager_nested_s when another op's C++ calls it).
+transcendentals (a convolution: its FLOPs at the conv rate + fitted.eager_conv_s), + fitted.eager_dispatch_s (fitted.eager_nested_s when another op's C++ calls it).
 
 Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
 its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
@@ -60,6 +66,10 @@ from reference.ir.counters import op_cost
 GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
 RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/host_runtime.py)
 COMPILED = ("inductor", "xla")
+# The transcendental functions timed through every runtime (the IR's names; host_calibration.py);
+# one without a row of its own (power, tan, atan2, ...) costs what exponential costs.
+FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "rsqrt", "sine", "cosine")
+EAGER_KERNELS = ("gelu", "silu")  # ATen kernels of their own, timed eagerly (aten::gelu, aten::silu)
 GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
 SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
@@ -74,8 +84,15 @@ def gemm_rate(target: Target, dtype: str, runtime: str = "inductor") -> float:
     return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
 
 
-def transcendental_rate(target: Target, runtime: str) -> float:
-    return target["fitted.xla_transcendentals_per_s" if runtime == "xla" else "fitted.transcendentals_per_s"]
+def conv_rate(target: Target, dtype: str, runtime: str) -> float:
+    """FLOP/s of a convolution through `runtime`'s library (measured in f32; other types at the GEMM's ratio)."""
+    return target[f"fitted.{runtime}_conv_flop_per_s"] * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
+
+
+def transcendental_rate(target: Target, runtime: str, function: str = "exponential") -> float:
+    """Elements per second of `function` (the IR's name, or an eager ATen kernel's) through `runtime`, on every core."""
+    key = f"fitted.{runtime}_{function}_per_s"
+    return target[key if key in target.quantities else f"fitted.{runtime}_exponential_per_s"]
 
 
 def vector_rate(target: Target) -> float:
@@ -136,14 +153,21 @@ def loop_elements(plan: Plan, group: Group) -> int:
     return max(sizes, default=1)
 
 
-def fused_work(module: Module, plan: Plan, group: Group) -> tuple[float, float]:
-    """(FLOPs, transcendentals) a fused loop performs, recomputation included."""
-    flops = trans = 0.0
+def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inductor") -> tuple[float, dict[str, float]]:
+    """(FLOPs, function -> evaluations) a fused loop performs, recomputation included. Under
+    XLA, a cosine of a value the loop also takes the sine of is free: XLA:CPU inlines both
+    polynomials and LLVM shares their range reduction (RoPE's cos and sin of one angle ran in
+    the time of the sines alone here); Inductor calls Sleef's two functions apart."""
+    flops, trans = 0.0, {}
+    sines = {plan.ops[i].operands[:1] for i in group.members if plan.ops[i].op.short_name == "sine"}
     for i, times in evaluations(plan, group).items():
         op = plan.ops[i].op
         cost = op_cost(op, module)
-        factor = plan.flop_factor(op) * times
-        flops, trans = flops + cost.flops * factor, trans + cost.transcendentals * times
+        flops += cost.flops * plan.flop_factor(op) * times
+        if runtime == "xla" and op.short_name == "cosine" and plan.ops[i].operands[:1] in sines:
+            continue
+        if cost.transcendentals:
+            trans[op.short_name] = trans.get(op.short_name, 0.0) + cost.transcendentals * times
     return flops, trans
 
 
@@ -160,16 +184,18 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
         rate = gemm_rate(target, tiling.shape.dtype, runtime)
+        if any(plan.ops[i].op.short_name == "convolution" for i in group.members):  # its own library kernel
+            rate, overhead_s = conv_rate(target, tiling.shape.dtype, runtime), overhead_s + target[f"fitted.{runtime}_conv_s"]
         epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
         compute_s = tiling.shape.flops / rate + epilogue_s
         busy_s = tiling.padded_flops / rate + epilogue_s
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
-    flops, trans = fused_work(module, plan, group)
+    flops, trans = fused_work(module, plan, group, runtime)
     scalar = any(plan.ops[i].op.short_name in SCALAR_LOOP_OPS for i in group.members)
     rate = target["chip.cores"] * target["chip.clock_hz"] if scalar else vector_rate(target)
     share = threads(target, loop_elements(plan, group))
-    compute_s = flops / (rate * share) + trans / (transcendental_rate(target, runtime) * share)
+    compute_s = (flops / rate + sum(n / transcendental_rate(target, runtime, fn) for fn, n in trans.items())) / share
     return roofline_cost(work.flops, int(flops), compute_s, bytes_, memory_s, compute_s, overhead_s)
 
 
@@ -177,11 +203,13 @@ def eager_op_seconds(op, target: Target) -> float:
     """One eagerly dispatched ATen op (a host_runtime.FrameworkOp): max(compute, memory) + dispatch."""
     level = level_for(target, op.bytes)
     memory_s = op.bytes / target.level_value(level, "bytes_per_s")
-    if op.contraction:
+    if op.name == "convolution":  # oneDNN's convolution: its own rate and fixed cost per call
+        compute_s = op.flops / conv_rate(target, op.dtype, "eager") + target["fitted.eager_conv_s"]
+    elif op.contraction:
         compute_s = op.flops / gemm_rate(target, op.dtype, "eager")
     else:
         share = threads(target, op.elements)
-        compute_s = (op.flops / vector_rate(target) + op.transcendentals / transcendental_rate(target, "eager")) / share
+        compute_s = (op.flops / vector_rate(target) + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
     return max(compute_s, memory_s) + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.cpu import cpu_group_cost, gemm_rate
+from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, RUNTIMES, cpu_group_cost, gemm_rate
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
@@ -74,16 +74,18 @@ CPU = register(Family(
         "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle"),
         "peak": ("f32_flop_per_s",),
         "fitted": ("gemm_f32_flop_per_s", "gemm_bf16_flop_per_s", "gemm_f16_flop_per_s", "xla_gemm_f32_flop_per_s",
-                   "transcendentals_per_s", "xla_transcendentals_per_s", "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
-                   "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s"),
+                   "eager_exponential_per_s", "inductor_exponential_per_s", "xla_exponential_per_s", "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
+                   "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
+                   *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s"))),
     },
     # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
-    optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
+    optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s",
+                         *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + EAGER_KERNELS))},
     levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
     pipeline=(
         resolve_dtypes,  # first because every later pass reads the types it decides
         fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; oneDNN takes bf16 operands with f32 accumulation
-        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+        partial(assign_groups, fold_iota=False),  # after fold_upcasts because a folded convert forms no kernel; XLA:CPU and Inductor compute iotas at run time
         partial(fuse_elementwise, rules=INDUCTOR),  # Inductor's C++ backend fuses loops the way its GPU backend does; GEMMs go to the library
         pad_to_tiles,  # after fusion because only contraction groups are blocked, once
         place_buffers,  # after pad_to_tiles because re-reads follow the cache blocks

@@ -2,7 +2,9 @@
 
 Views (reshape, broadcast, a transpose that only feeds contractions), constants, returns, calls and loops form no kernel, and neither
 does an op whose operands are all compile-time constants (an iota, the scalar arithmetic
-torch-mlir emits for Python floats): both XLA and Inductor fold those while compiling. An op the
+torch-mlir emits for Python floats): both XLA and Inductor fold those while compiling, except
+that a family may say (`fold_iota=False`, the CPU's) that an iota and what follows from it run
+inside the loops that read them, as XLA:CPU's and Inductor's generated loops compute them. An op the
 target cannot run (one the importer kept opaque, a custom_call) becomes a fallback group: it
 runs on the host, is reported, and is costed, never dropped. An op on an empty tensor (an
 extent of 0: no elements to read, write or compute) forms no kernel either, and the plan notes it.
@@ -16,12 +18,13 @@ from hardware_models.target import Target
 from reference.ir import Module, category
 
 
-def assign_groups(module: Module, plan: Plan, target: Target) -> Plan:
+def assign_groups(module: Module, plan: Plan, target: Target, fold_iota: bool = True) -> Plan:
+    """`fold_iota`: whether the compiler folds iotas and their arithmetic (values.constant_values)."""
     graph = plan.value_graph()
     groups = []
     fallbacks = []
     empty = []
-    constant = constant_values(plan.ops)
+    constant = constant_values(plan.ops, fold_iota)
     for p in plan.ops:
         if p.results and all(r in constant for r in p.results):  # folded at compile time
             continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.cost.cpu import FUNCTIONS, GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
 from hardware_models.host_calibration import Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
@@ -59,6 +59,9 @@ def test_rows_are_sized_from_the_caches_the_os_reports(tmp_path):
     # the larger L1d row holds half of one core's L1d (this fake process may use one CPU or more)
     l1 = [r for r in plan_rows(host) if r.level == "l1d"]
     assert max(r.bytes for r in l1) <= 48 * 1024 * max(1, host.cores) / 2 + 12
+    # the shared L3 (105 MiB for 56 CPUs) is streamed at a quarter of it at most: others use it too
+    l3 = [r for r in plan_rows(host) if r.level == "l3"]
+    assert max(r.bytes for r in l3) <= 105 * 2**20 / 4 + 12 and min(r.bytes for r in l3) >= 105 * 2**20 / 16 - 12
 
 
 def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
@@ -70,10 +73,12 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
             t += spec.bytes / bandwidth
         if spec.workload == "gemm":
             t += spec.flops / gemm
-        if spec.workload == "exp":
-            t += spec.size / exp_rate + spec.bytes / bandwidth
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
+        if spec.workload == "unary":  # the runtime's call of one tiny kernel, then compute-bound
+            t += (1e-6 if spec.runtime != "eager" else 0) + spec.size / (exp_rate * (1 + FUNCTIONS.index(spec.fn)) if spec.fn in FUNCTIONS else exp_rate / 2)
+        if spec.workload == "conv":  # a library call's fixed 50 us, then 20 GFLOP/s
+            t += (1e-6 if spec.runtime != "eager" else 0) + 50e-6 + spec.flops / 20e9
         if spec.workload == "mean":
             spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 4)
             t += 4 * 0.5e-6
@@ -100,7 +105,12 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
         assert fits[f"fitted.{level}_bytes_per_s"] == pytest.approx(50e9, rel=1e-6)  # the slope cancels the dispatch
     assert fits["fitted.eager_dispatch_s"] == pytest.approx(2e-6)
     assert fits["fitted.gemm_f32_flop_per_s"] == pytest.approx(100e9, rel=1e-6)
-    assert fits["fitted.transcendentals_per_s"] == pytest.approx(1e9, rel=1e-6)
+    for runtime in ("eager", "inductor", "xla"):  # each function its own rate, through each runtime
+        for i, fn in enumerate(FUNCTIONS):
+            assert fits[f"fitted.{runtime}_{fn}_per_s"] == pytest.approx(1e9 * (1 + i), rel=1e-6)
+        assert fits[f"fitted.{runtime}_conv_flop_per_s"] == pytest.approx(20e9, rel=1e-6)  # the slope
+        assert fits[f"fitted.{runtime}_conv_s"] == pytest.approx(50e-6, rel=1e-6)
+    assert fits["fitted.eager_gelu_per_s"] == pytest.approx(0.5e9, rel=1e-6) and "fitted.xla_gelu_per_s" not in fits
     assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
     assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
 
@@ -179,3 +189,69 @@ def test_a_broadcast_producer_is_recomputed_per_outer_iteration_a_hoisted_one_is
         times = evaluations(plan, group)
         heavy = [i for i in group.members if plan.ops[i].op.short_name in ("cosine", "rsqrt")]
         assert [times[i] for i in heavy] == [factor], [plan.ops[i].op.short_name for i in group.members]
+
+
+def test_each_transcendental_costs_its_own_measured_rate_and_one_without_a_row_costs_exps():
+    from hardware_models.cost.cpu import transcendental_rate
+
+    t = get_target("host-cpu")
+    for runtime in ("eager", "inductor", "xla"):
+        assert transcendental_rate(t, runtime, "power") == t[f"fitted.{runtime}_exponential_per_s"]
+        assert transcendental_rate(t, runtime, "sine") == t[f"fitted.{runtime}_sine_per_s"]
+    n = 4 * GRAIN  # above the grain: every core, as the rows were measured
+    for fn in ("exponential", "tanh", "gelu"):
+        op = FrameworkOp(fn, 0, 0, transcendentals=n, elements=n, function=fn)
+        # no bytes, so the time is the function's evaluations at its rate, plus one dispatch
+        assert eager_seconds([op], t, 0).seconds == pytest.approx(n / t[f"fitted.eager_{fn}_per_s"] + t["fitted.eager_dispatch_s"])
+
+
+@pytest.mark.jax
+def test_a_fused_loops_transcendentals_are_priced_per_function_by_hand():
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import cpu_group_cost
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    shape = jax.ShapeDtypeStruct((64, 1024), jnp.float32)  # 65536 elements: above the grain
+    for fn, name in ((jnp.sin, "sine"), (jnp.tanh, "tanh")):
+        lowering = lower_function(lambda x: fn(x) * 2.0, shape)
+        module = getattr(lowering, "module", lowering)
+        plan = compile_plan(lowering, t)
+        (group,) = [g for g in plan.groups if g.kind == "fusion"]
+        cost = cpu_group_cost(module, plan, group, t, "xla")
+        compute_s = 65536 / vector_rate(t) + 65536 / t[f"fitted.xla_{name}_per_s"]  # one multiply, one function
+        memory_s = max(s for _, s in cost.memory_s)
+        assert cost.time_s == pytest.approx(max(compute_s, memory_s) + t["fitted.xla_kernel_s"], rel=1e-6)
+
+
+@pytest.mark.jax
+def test_an_iota_and_what_follows_from_it_run_in_the_cpus_loops_and_xla_shares_sin_and_cos():
+    """XLA:CPU's HLO for RoPE fuses cos and sin of the iota-derived angles into the [b, n, t, d]
+    loop (not folded as constants, as the other families' compilers are modelled to); under XLA
+    the cosine of the sine's operand adds nothing (shared range reduction), under Inductor it does."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import fused_work
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    def angles(x):
+        a = jnp.arange(64.0)[None]  # one angle per column, from an iota
+        return x * jnp.cos(a) + x * jnp.sin(a)
+
+    lowering = lower_function(angles, jax.ShapeDtypeStruct((1024, 64), jnp.float32))
+    module = getattr(lowering, "module", lowering)
+    cpu = compile_plan(lowering, get_target("host-cpu"))
+    members = {cpu.ops[i].op.short_name for g in cpu.groups for i in g.members}
+    assert {"iota", "cosine", "sine"} <= members
+    gpu = compile_plan(lowering, get_target("h100"))
+    assert not {"cosine", "sine"} & {gpu.ops[i].op.short_name for g in gpu.groups for i in g.members}
+    (group,) = [g for g in cpu.groups if g.kind == "fusion"]
+    evaluations_of = {rt: fused_work(module, cpu, group, rt)[1] for rt in ("xla", "inductor")}
+    n = 1024 * 64  # the broadcast angles are evaluated in every row of the loop
+    assert evaluations_of["inductor"] == {"sine": n, "cosine": n}
+    assert evaluations_of["xla"] == {"sine": n}

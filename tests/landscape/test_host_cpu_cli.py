@@ -41,6 +41,22 @@ def test_validate_times_three_ways_and_predicts_from_the_model(capfd):
     xla = compiled_seconds(lower_named("add", "jax", {}, "float32"), get_target("host-cpu"), "xla")
     assert rows["xla"]["predicted_s"] == pytest.approx(xla.seconds)
     assert out["summary"]["all"]["rows"] == 3
+    # the calibration's anchor rows re-timed before and after: each call row and the f32 GEMM
+    before, after = out["drift"]["before"], out["drift"]["after"]
+    assert set(before) == set(after) == {"H01", "H03", "H05", "H15"} and all(v > 0 for v in before.values())
+
+
+def test_drift_is_not_measured_for_a_target_file_without_rows_beside_it(tmp_path):
+    import shutil
+
+    from hardware_models.target import get_target, load_target_file
+    from landscape.host_render import render_drift
+    from landscape.host_validate import drift
+
+    shutil.copy(get_target("host-cpu").path, tmp_path / "host-cpu.toml")
+    assert drift(load_target_file(tmp_path / "host-cpu.toml")) == {}
+    assert "not measured" in render_drift({}, {})
+    assert render_drift({"H01": 1.5}, {"H01": 2.0}) == "machine drift (time now / at calibration): H01 1.50x then 2.00x"
 
 
 @pytest.mark.torch
