@@ -1,4 +1,5 @@
-"""compare_lowerings: one program's two compilation paths (PyTorch, JAX) on several targets.
+"""compare_lowerings: one program's two compilation paths (PyTorch, JAX) on several targets, or
+any two StableHLO programs (`sides` names them: two files, two compilers, two versions).
 
 For every target and side: the predicted time, its bottleneck, bytes per memory level, kernels,
 padding waste and host fallbacks, or why the target refused the program (too few chips; a type
@@ -12,7 +13,8 @@ segments with their reasons) and, per target, what it costs there, split by kind
     data movement    kernels that only move data (a transpose, a copy, a concatenation)
     other            elementwise and reduction kernels
     fallback, transfer  host fallbacks; chip-to-chip traffic
-    delta(kind) = jax time - torch time spent in kernels of that kind
+    delta(kind) = jax time - torch time spent in kernels of that kind (the second side's time
+                  - the first's, for any two programs)
 
 The comparison also records what was compared (`workload`: the caller's description of the
 entry, dtype, shapes, phase and compilers) and what each target is (`target_details`: its
@@ -108,20 +110,21 @@ class Comparison:
     diff: dict = field(default_factory=dict)
     workload: dict = field(default_factory=dict)  # what was compared, as the caller describes it
     target_details: dict = field(default_factory=dict)  # target -> describe_target(target)
+    sides: tuple[str, str] = ("torch", "jax")  # the two programs' names, first and second
 
     def difference_cost(self, target: str) -> dict[str, float]:
-        """jax - torch time per kind of kernel on one target (empty if either side was refused)."""
-        torch_side, jax_side = self.results[(target, "torch")], self.results[(target, "jax")]
-        if torch_side.estimate is None or jax_side.estimate is None:
+        """second - first (jax - torch) time per kind of kernel on one target (empty if either side was refused)."""
+        first, second = (self.results[(target, s)] for s in self.sides)
+        if first.estimate is None or second.estimate is None:
             return {}
-        a, b = torch_side.time_by_kind(), jax_side.time_by_kind()
+        a, b = first.time_by_kind(), second.time_by_kind()
         return {kind: b[kind] - a[kind] for kind in KINDS if a[kind] or b[kind]}
 
     def to_dict(self) -> dict:
         return {
             "name": self.name, "targets": list(self.targets), "workload": self.workload,
-            "target_details": self.target_details,
-            "results": [self.results[(t, s)].summary() for t in self.targets for s in ("torch", "jax")],
+            "target_details": self.target_details, "sides": list(self.sides),
+            "results": [self.results[(t, s)].summary() for t in self.targets for s in self.sides],
             "difference_cost_s": {t: self.difference_cost(t) for t in self.targets},
             "diff": self.diff,
         }
@@ -138,7 +141,7 @@ def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, 
 
 def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
                       chips: int | None = None, progress=None, workload: dict | None = None,
-                      strict_dtypes: bool = False) -> Comparison:
+                      strict_dtypes: bool = False, sides: tuple[str, str] = ("torch", "jax")) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
@@ -150,6 +153,7 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
         workload: what was compared (entry, dtype, shapes, phase, compilers), kept as given.
         strict_dtypes: refuse a type a target lacks (f64 on a TPU) instead of costing its
             emulation (`--strict-dtypes`).
+        sides: the names of the two programs, first and second (two files: their names).
 
     A target that refuses a side (too few chips; with strict_dtypes, a type it lacks) is recorded
     with its reason; nothing already computed is lost. A side whose upcasts were folded
@@ -161,7 +165,7 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
     targets = [get_target(t) if isinstance(t, str) else t for t in targets]
     results = {}
     for target in targets:
-        for side, lowering in (("torch", torch_lowering), ("jax", jax_lowering)):
+        for side, lowering in zip(sides, (torch_lowering, jax_lowering)):
             try:
                 plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
                 est = estimate(lowering.module, target, name, plan)
@@ -173,4 +177,4 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
                 progress(f"{target.name} {side}")
     diff = diff_modules(torch_lowering.module, jax_lowering.module).to_dict()
     details = {t.name: describe_target(t) for t in targets}
-    return Comparison(name, tuple(t.name for t in targets), results, diff, dict(workload or {}), details)
+    return Comparison(name, tuple(t.name for t in targets), results, diff, dict(workload or {}), details, tuple(sides))

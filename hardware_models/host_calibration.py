@@ -61,6 +61,7 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SIZES = {4: (1, 8), 64: (2, 32)}
+FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a difference of rows negative
 CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny kernel
 
 
@@ -152,12 +153,12 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
     by = {m.spec.id: m for m in measured}
     t = {k: m.median_s for k, m in by.items()}
     out: dict[str, tuple[float, str]] = {
-        "fitted.eager_dispatch_s": (t["H01"], "H01"), "fitted.eager_module_call_s": (max(t["H02"] - t["H01"], 1e-9), "H02 H01"),
+        "fitted.eager_dispatch_s": (t["H01"], "H01"), "fitted.eager_module_call_s": (max(t["H02"] - t["H01"], FLOOR), "H02 H01"),
     }
     for runtime, one, many in (("inductor", "H03", "H04"), ("xla", "H05", "H06")):
-        kernel = max((t[many] - t[one]) / (CHAIN - 1), 1e-9)
+        kernel = max((t[many] - t[one]) / (CHAIN - 1), FLOOR)
         out[f"fitted.{runtime}_kernel_s"] = (kernel, f"{many} {one}")
-        out[f"fitted.{runtime}_call_s"] = (max(t[one] - kernel, 1e-9), f"{one} {many}")
+        out[f"fitted.{runtime}_call_s"] = (max(t[one] - kernel, FLOOR), f"{one} {many}")
     streams: dict[str, list[Measured]] = {}
     for m in measured:
         if m.spec.level:
@@ -177,17 +178,17 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
     for m in measured:
         if m.spec.workload == "args":
             base = "H03" if m.spec.runtime == "inductor" else "H05"
-            out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], 1e-9) / (m.spec.size - 2), f"{m.spec.id} {base}")
+            out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], FLOOR) / (m.spec.size - 2), f"{m.spec.id} {base}")
     for runtime in ("eager", "inductor", "xla"):
         small, large = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime), key=lambda m: m.spec.size)
         rate = (large.spec.flops - small.spec.flops) / max(large.median_s - small.median_s, 1e-12)
         rows = f"{small.spec.id} {large.spec.id}"
         out[f"fitted.{runtime}_conv_flop_per_s"] = (rate, rows)
         base = CALL_ROWS[runtime]
-        out[f"fitted.{runtime}_conv_s"] = (max(small.median_s - t[base] - small.spec.flops / rate, 1e-9), f"{rows} {base}")
+        out[f"fitted.{runtime}_conv_s"] = (max(small.median_s - t[base] - small.spec.flops / rate, FLOOR), f"{rows} {base}")
     mean = next((m for m in measured if m.spec.workload == "mean"), None)
     if mean is not None:
-        out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], 1e-9) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
+        out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], FLOOR) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
     return out
 
 
@@ -254,7 +255,9 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         "", "[fitted]",
     ]
     for key, (value, rows) in sorted(fits.items()):
-        lines.append(f"{key.removeprefix('fitted.')} = {_q(value, 'F ' + rows, 'median of repeated calls on this machine')}")
+        note = ("median of repeated calls on this machine" if value > FLOOR else
+                f"at its floor ({FLOOR:g}): the row ran no slower than the row it is measured against (noise)")
+        lines.append(f"{key.removeprefix('fitted.')} = {_q(value, 'F ' + rows, note)}")
     dram = host.memory_bytes
     lines += ["", "[levels.dram]", 'role = "main"', "on_chip = false",
               f"bytes = {_q(dram, 'P /proc/meminfo MemTotal')}",

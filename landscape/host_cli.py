@@ -76,7 +76,8 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     if not as_json:
         click.echo(f"calibrating {host.describe()}")
     progress = None if as_json else (lambda m: click.echo(
-        f"  {m.spec.id} {m.spec.runtime:8s} {m.spec.workload}{' in ' + m.spec.level if m.spec.level else ''} "
+        f"  {m.spec.id} {m.spec.runtime:8s} {m.spec.workload}{' ' + m.spec.fn if m.spec.fn else ''}"
+        f"{' in ' + m.spec.level if m.spec.level else ''} "
         f"{m.spec.dtype} size {m.spec.size}: {m.median_s * 1e6:,.2f} us (IQR {m.iqr_s * 1e6:,.2f})"))
     toml_path, csv_path, fits = run(Path(folder), min_run_s, progress)
     if as_json:

@@ -194,13 +194,23 @@ def model_names() -> list[str]:
     return sorted(load_models())
 
 
+def model_option(ctx, param, value):
+    """--model: a published model's name, or a Hugging Face config.json's path, whose model is
+    added to the catalogue under that path (reference.catalogue.resolve_model)."""
+    if value is None:
+        return value
+    from reference.catalogue import resolve_model
+
+    return resolve_model(value)
+
+
 def check_model(model_name: str) -> None:
     """A published model config's name, checked before anything is lowered; the valid choices are
     the model configs only, not the kernels."""
     from reference.errors import UnknownName
 
     if model_name not in model_names():
-        raise UnknownName("model config", model_name, model_names())
+        raise UnknownName("model config", model_name, [*model_names(), "a Hugging Face config.json's path"])
 
 
 def checked_shapes(name: str, shapes: tuple[str, ...], allow_beyond_context: bool = False) -> tuple[dict, str | None]:

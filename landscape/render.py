@@ -97,10 +97,20 @@ def bound_counts(row: dict) -> str:
     return "/".join(str(counts.get(b, 0)) for b in ("compute", "memory", "schedule"))
 
 
+PATH_LABELS = {"torch": "the PyTorch path", "jax": "the JAX path"}
+
+
+def _labels(data: dict) -> tuple[str, str]:
+    """How the text names the two sides: "the PyTorch path", or a file's name."""
+    first, second = data.get("sides", ("torch", "jax"))
+    return PATH_LABELS.get(first, first), PATH_LABELS.get(second, second)
+
+
 def _workload_lines(data: dict) -> list[str]:
     w = data.get("workload") or {}
     if not w:
-        return [f"{data['name']}: PyTorch and JAX paths"]
+        first, second = _labels(data)
+        return [f"{data['name']}: {first} and {second}"]
     what = w["label"] if w["label"] == w["entry"] else f"{w['label']} (catalogue entry {w['entry']})"
     shapes = " ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
     return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
@@ -159,7 +169,8 @@ def render_comparison(results) -> None:
                           bound_counts(row), str(row["fused_groups"]), str(row["chips"]), format_percent(row["padding_waste"]),
                           f"{format_bytes(row['main_memory_bytes'])} {level}".strip(), escape(", ".join(row["fallbacks"]) or "-"))
         console.print(table)
-        console.print("What the JAX path costs against the PyTorch path, by kind of kernel (+ is slower):")
+        first, second = _labels(data)
+        console.print(escape(f"What {second} costs against {first}, by kind of kernel (+ is slower):"))
         for target in result.targets:
             cost = result.difference_cost(target)
             console.print(escape(f"  {target}: {kind_deltas(cost)}"))
@@ -167,7 +178,7 @@ def render_comparison(results) -> None:
             console.print(escape(line))
         hist = {op: v for op, v in data["diff"]["histogram"].items() if v[0] != v[1]}
         if hist:
-            console.print("Ops whose counts differ (torch/jax): " + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
+            console.print(escape(f"Ops whose counts differ ({'/'.join(data.get('sides', ('torch', 'jax')))}): ") + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
         divergences = data["diff"]["divergences"]
         for d in divergences[:SEGMENTS_SHOWN]:
             console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))

@@ -11,7 +11,7 @@ import click
 
 from landscape.options import (
     ALLOW_BEYOND_CONTEXT_HELP, BATCH, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
-    model_names, parse_target_list, print_json, verbose,
+    model_names, model_option, parse_target_list, print_json, verbose,
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
@@ -20,7 +20,8 @@ STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Gr
 
 
 @click.command()
-@click.option("--model", "model_name", required=True, help="A published model config (llama-3.1-8b, ...; see `landscape kernels`).")
+@click.option("--model", "model_name", required=True, callback=model_option,
+              help="A published model config (llama-3.1-8b, ...; see `landscape kernels`), or a Hugging Face config.json's path.")
 @click.option("--target", "target_name", required=True, help="A target from `landscape targets`.")
 @click.option("--chips", type=SIZE, default=None, help="Chips (wafers) to use; default: the fewest that hold the model and its cache.")
 @click.option("--batch", type=BATCH, default="1", show_default=True,
@@ -130,7 +131,7 @@ MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
 @click.command(name="map")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table (not with --json).")
-@click.option("--model", "model_name", default="llama-3.1-8b", show_default=True,
+@click.option("--model", "model_name", default="llama-3.1-8b", show_default=True, callback=model_option,
               help="The reference model whose KV-cache placement is predicted on each family.")
 def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
@@ -169,6 +170,29 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
         render_map(result)
 
 
+def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool) -> None:
+    """`compare --from-file A B`: the two programs on every target, each side named by its file."""
+    from pathlib import Path
+
+    from hardware_models.compare import compare_lowerings
+    from landscape.serving import lowering_from_file
+
+    first, second = (lowering_from_file(p) for p in paths)  # a bad file fails here, in one line
+    names = [Path(p).name for p in paths]
+    if names[0] == names[1]:
+        names = [str(p) for p in paths]
+    if names[0] == names[1]:  # the same file twice
+        names = [f"A {names[0]}", f"B {names[1]}"]
+    result = compare_lowerings(first, second, targets, "two programs from files", chips,
+                               strict_dtypes=strict_dtypes, sides=(names[0], names[1]))
+    if as_json:
+        print_json({"comparisons": [result.to_dict()]})
+        return
+    from landscape.render import render_comparison
+
+    render_comparison([result])
+
+
 def _default_targets() -> str:
     from hardware_models.families import representative_targets
 
@@ -193,9 +217,15 @@ def _default_targets() -> str:
 @click.option("--force", is_flag=True,
               help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).")
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
+@click.option("--from-file", "from_files", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="A.mlir B.mlir",
+              help="Compare the two StableHLO programs these files hold (two compilers, two versions, two exports) instead of NAME's two paths.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
-def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, as_json) -> None:
+@click.pass_context
+def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, from_files,
+            as_json) -> None:
     """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
+
+    With --from-file A.mlir B.mlir: any two StableHLO programs, each side named by its file.
 
     Without NAME: one Llama-3.1-8B layer (`block` at llama-3.1-8b's dimensions, batch 1), a
     prefill of 2048 tokens and one decode step against a 2048-token KV cache. For each phase,
@@ -210,6 +240,16 @@ def compare(name, target_list, phase, shapes, dtype, chips, allow_beyond_context
     if force and out_dir is None:
         raise MalformedInput("--force applies only with --out DIR")
     targets = [load_target(t) for t in parse_target_list(target_list)]  # an unknown target fails here, before any lowering
+    if from_files:
+        from click.core import ParameterSource
+
+        given = [flag for flag, on in (("NAME", name is not None), ("--shape", bool(shapes)), ("--phase", phase is not None),
+                                       ("--dtype", ctx.get_parameter_source("dtype") is ParameterSource.COMMANDLINE),
+                                       ("--allow-beyond-context", allow_beyond_context), ("--out", out_dir is not None)) if on]
+        if given:
+            raise MalformedInput(f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
+                                 "valid with it: --targets, --chips, --strict-dtypes, --json")
+        return _compare_files(from_files, targets, chips, strict_dtypes, as_json)
     workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase,  # so do bad names, shapes and lengths
                                allow_beyond_context=allow_beyond_context)
     from rich.console import Console

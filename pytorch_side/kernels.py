@@ -72,7 +72,8 @@ BUILDERS: dict[str, Callable[[dict, torch.dtype], nn.Module]] = {
 
 
 def build(name: str, shapes: dict, dtype: str) -> nn.Module:
-    """The PyTorch module of a catalogue entry at resolved shapes, with the dtype set at construction.
+    """The PyTorch module of a catalogue entry at resolved shapes, with the dtype set at
+    construction, in eval mode (an inference program).
 
     Raises:
         UnknownName: the name is not in the catalogue.
@@ -80,7 +81,7 @@ def build(name: str, shapes: dict, dtype: str) -> nn.Module:
     get_entry(name)
     dt = TORCH_DTYPES[dtype]
     if name in MODELS:
-        return Decoder(config_for(name, shapes), dt)
+        return Decoder(config_for(name, shapes), dt).eval()
     if name not in BUILDERS:
         raise UnknownName("PyTorch kernel", name, BUILDERS)
-    return BUILDERS[name](shapes, dt)
+    return BUILDERS[name](shapes, dt).eval()

@@ -8,6 +8,7 @@ easily as a small one. Modules are created with their dtype set at construction,
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 
@@ -23,18 +24,67 @@ from reference.lowering import Lowering
 
 
 class _ParamsAsInputs(nn.Module):
-    """forward(params, *inputs) = module(*inputs) with `params` substituted for its weights.
+    """forward(params, *inputs) = module(*inputs) with `params` substituted for its weights,
+    its outputs reduced to their tensors (`tensor_outputs`).
 
     The module is held outside nn.Module's registry, so its own parameters are not lifted
     into the exported program; only the ones passed in are graph inputs.
     """
 
-    def __init__(self, module: nn.Module):
+    def __init__(self, module: nn.Module, dropped: dict[str, str]):
         super().__init__()
-        self._held = (module,)
+        self._held = (module, dropped)  # dropped: output path -> type name, of what was not a tensor
 
     def forward(self, params, *inputs):
-        return torch.func.functional_call(self._held[0], params, inputs)
+        out = torch.func.functional_call(self._held[0], params, inputs)
+        return out if isinstance(out, torch.Tensor) else tensor_outputs(out, self._held[1])
+
+
+def tensor_outputs(value, dropped: dict[str, str], path: str = "output") -> tuple[torch.Tensor, ...]:
+    """The tensors of a module's output, in order, through tuples, lists, dicts (Hugging Face's
+    ModelOutput is one) and dataclasses; anything else (None, a number, a KV-cache object) is
+    left out and recorded in `dropped` by its path ("output.past_key_values": "DynamicCache")."""
+    if isinstance(value, torch.Tensor):
+        return (value,)
+    if isinstance(value, (tuple, list)):
+        items = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    elif isinstance(value, dict):
+        items = [(f"{path}.{k}", v) for k, v in value.items()]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f"{path}.{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value)]
+    else:
+        if value is not None:
+            dropped[path] = type(value).__name__
+        return ()
+    return tuple(t for p, v in items for t in tensor_outputs(v, dropped, p))
+
+
+# Layers whose forward differs in training mode: dropout draws random masks (stablehlo.rng ops,
+# costed as unknown), batch norm updates its running statistics.
+MODE_DEPENDENT = (nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm)
+
+
+def _eval_note(module: nn.Module) -> tuple[str, ...]:
+    """A note when the module is in training mode and holds layers that behave differently in it."""
+    layers = sorted({type(m).__name__ for m in module.modules() if m.training and isinstance(m, MODE_DEPENDENT)})
+    if not layers:
+        return ()
+    verb = "behaves" if len(layers) == 1 else "behave"
+    return (f"the module is in training mode ({', '.join(layers)} {verb} differently in it): it was lowered in "
+            "eval mode, as inference runs it; call .eval() first to make that explicit",)
+
+
+@contextlib.contextmanager
+def _in_eval_mode(module: nn.Module):
+    """The module in eval mode for the block, each submodule's own mode restored after."""
+    training = [m for m in module.modules() if m.training]
+    for m in training:
+        m.training = False
+    try:
+        yield
+    finally:
+        for m in training:
+            m.training = True
 
 
 def quiet():
@@ -57,53 +107,76 @@ def quiet():
     return muted()
 
 
-def export_module(module: nn.Module, *example_inputs, name: str = "module"):
+def export_module(module: nn.Module, *example_inputs, name: str = "module", notes: list[str] | None = None):
     """torch.export of the module with its state (weights, then buffers: Rotary's inv_freq) as
-    graph inputs, in that order, before the activations.
+    graph inputs, in that order, before the activations. The module is exported in eval mode
+    (its own mode is restored after), and its outputs are reduced to their tensors; what that
+    left out is appended to `notes`, with what to pass instead.
 
     Raises:
         CaptureFailed: data-dependent control flow or a host sync; names the user's line and the fix.
-        LoweringFailed: any other export failure, in one line.
+        LoweringFailed: the module returns no tensor; any other export failure, in one line.
     """
     from reference.errors import DATA_DEPENDENT, CaptureFailed
 
     state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    dropped: dict[str, str] = {}
+    wrapper = _ParamsAsInputs(module, dropped)
     try:
-        with warnings.catch_warnings(), quiet():
+        with warnings.catch_warnings(), quiet(), _in_eval_mode(module):
             warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
-            return torch.export.export(_ParamsAsInputs(module), (state, *example_inputs))
+            exported = torch.export.export(wrapper, (state, *example_inputs))
     except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
         if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
             raise CaptureFailed.from_exception(err, "torch.export") from err
         raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+    left_out = ", ".join(f"{path} ({kind})" for path, kind in dropped.items())
+    if not exported.graph_signature.output_specs:
+        raise LoweringFailed(f"{name}: the module returns no tensor ({left_out or 'nothing'}); return tensors, or for "
+                             "a Hugging Face model pass use_cache=False (its cache is an object, not a tensor)")
+    if left_out and notes is not None:
+        notes.append(f"outputs that are not tensors were left out of the lowered program: {left_out} "
+                     "(for a Hugging Face model, use_cache=False does not build the cache at all)")
+    return exported
 
 
 def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
     """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
+    A module in training mode is lowered in eval mode, and non-tensor outputs are left out;
+    both are said in the Lowering's notes.
 
     Raises:
         CaptureFailed: torch.export met data-dependent control flow (export_module).
-        LoweringFailed: torch.export or torch-mlir could not lower the module.
+        LoweringFailed: torch.export or torch-mlir could not lower the module (with
+            torch-mlir's root cause and the user's source line), or it returns no tensor.
     """
-    return lower_exported(export_module(module, *example_inputs, name=name), module, len(example_inputs), name)
+    notes: list[str] = []
+    exported = export_module(module, *example_inputs, name=name, notes=notes)
+    return lower_exported(exported, module, len(example_inputs), name, tuple(notes))
 
 
-def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str = "module") -> Lowering:
+def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str = "module",
+                   notes: tuple[str, ...] = ()) -> Lowering:
     """torch-mlir's StableHLO of an exported program (export_module's), as a Lowering.
 
     Raises:
-        LoweringFailed: torch-mlir could not lower it.
+        LoweringFailed: torch-mlir could not lower it: the first error of its diagnostics (the
+            op it could not legalize, the user's source line), else its exception's first line.
     """
     from torch_mlir import fx
+
+    from pytorch_side.diagnostics import captured_stderr, root_cause
 
     params = dict(module.named_parameters())
     state = {**params, **dict(module.named_buffers())}
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), captured_stderr() as diagnostics:
             warnings.simplefilter("ignore", FutureWarning)
             mlir_module = fx.export_and_import(exported, output_type="stablehlo")
     except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
-        raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+        cause = root_cause("".join(diagnostics))
+        detail = f"torch-mlir: {cause}" if cause else f"{type(err).__name__}: {str(err).splitlines()[0]}"
+        raise LoweringFailed(f"{name}: torch lowering failed: {detail}") from err
     text = mlir_module.operation.get_asm(enable_debug_info=True)
     ir_module = verify(parse_stablehlo(text))
     n_inputs = len(state) + n_example_inputs
@@ -114,7 +187,8 @@ def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str
         main = dataclasses.replace(ir_module.main, arg_names=names)
         ir_module = dataclasses.replace(ir_module, functions=tuple(main if f.name == main.name else f for f in ir_module.functions))
     stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
-    return Lowering("torch", name, stages, ir_module, param_args, buffer_args=buffer_args)
+    return Lowering("torch", name, stages, ir_module, param_args, buffer_args=buffer_args,
+                    notes=_eval_note(module) + tuple(notes))
 
 
 def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
@@ -153,9 +227,9 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
         x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
         caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
         parts = (
-            lower_module(Prologue(cfg, dt, plan.past), ids, name=f"{name}.prologue"),
-            lower_module(Block(cfg, dt), x, *caches, name=f"{name}.block"),
-            lower_module(Epilogue(cfg, dt), x, name=f"{name}.epilogue"),
+            lower_module(Prologue(cfg, dt, plan.past).eval(), ids, name=f"{name}.prologue"),
+            lower_module(Block(cfg, dt).eval(), x, *caches, name=f"{name}.block"),
+            lower_module(Epilogue(cfg, dt).eval(), x, name=f"{name}.epilogue"),
         )
     module, params, buffers = compose_regional(
         *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),

@@ -29,6 +29,8 @@ class Lowering:
             activations, and not counted as weight bytes.
         xla_cost: JAX only: XLA's cost_analysis of the lowered (unoptimized) module, and of the
             compiled one under "compiled." keys when the xla stage was requested.
+        notes: what the lowering changed or left out of the user's program (a module in
+            training mode lowered in eval mode; outputs that are not tensors).
     """
 
     side: str
@@ -38,6 +40,7 @@ class Lowering:
     param_args: tuple[int, ...] = ()
     xla_cost: dict = field(default_factory=dict)
     buffer_args: tuple[int, ...] = ()
+    notes: tuple[str, ...] = ()
 
     @property
     def state_args(self) -> int:

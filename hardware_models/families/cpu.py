@@ -74,13 +74,14 @@ CPU = register(Family(
         "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle"),
         "peak": ("f32_flop_per_s",),
         "fitted": ("gemm_f32_flop_per_s", "gemm_bf16_flop_per_s", "gemm_f16_flop_per_s", "xla_gemm_f32_flop_per_s",
-                   "eager_exponential_per_s", "inductor_exponential_per_s", "xla_exponential_per_s", "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
+                   # every function calibrate times, through every runtime: a file that lost one is refused
+                   *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + (EAGER_KERNELS if r == "eager" else ())),
+                   "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
                    *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s"))),
     },
     # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
-    optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s",
-                         *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + EAGER_KERNELS))},
+    optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
     levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
     pipeline=(
         resolve_dtypes,  # first because every later pass reads the types it decides

@@ -27,4 +27,25 @@ def get_entry(name: str) -> Entry:
         raise UnknownName("kernel or model", name, CATALOGUE) from None
 
 
-__all__ = ["CATALOGUE", "KERNELS", "MODELS", "Entry", "get_entry"]
+def resolve_model(name_or_path: str) -> str:
+    """A published model's name, unchanged; or the path of a Hugging Face config.json
+    (reference/hf_config.py), whose model is added to the catalogue under that path as its
+    name, so every command and function that takes a model's name takes it.
+
+    Raises:
+        BadModelFile: the file is unreadable, not JSON, or holds a config the styles do not model.
+    """
+    from pathlib import Path
+
+    if name_or_path in CATALOGUE or not (name_or_path.endswith(".json") or Path(name_or_path).is_file()):
+        return name_or_path
+    from reference.hf_config import load_config_file
+    from reference.models import load_models
+
+    cfg = load_config_file(name_or_path)
+    load_models()[cfg.name] = cfg  # the registry every model lookup reads
+    MODELS[cfg.name] = CATALOGUE[cfg.name] = transformer.model_entry(cfg)
+    return cfg.name
+
+
+__all__ = ["CATALOGUE", "KERNELS", "MODELS", "Entry", "get_entry", "resolve_model"]

@@ -255,3 +255,17 @@ def test_an_iota_and_what_follows_from_it_run_in_the_cpus_loops_and_xla_shares_s
     n = 1024 * 64  # the broadcast angles are evaluated in every row of the loop
     assert evaluations_of["inductor"] == {"sine": n, "cosine": n}
     assert evaluations_of["xla"] == {"sine": n}
+
+
+def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(tmp_path):
+    """Only functions calibrate never times fall back to exp's rate; a file without one it times is damaged."""
+    from reference.errors import BadTargetFile
+    from hardware_models.target import load_target_file
+
+    from pathlib import Path
+
+    text = Path(get_target("host-cpu").path).read_text()
+    damaged = tmp_path / "host-cpu.toml"
+    damaged.write_text("\n".join(line for line in text.splitlines() if not line.startswith("xla_sine_per_s")))
+    with pytest.raises(BadTargetFile, match="fitted.xla_sine_per_s': missing"):
+        load_target_file(damaged)

@@ -1,0 +1,126 @@
+"""A Hugging Face `config.json` as one of our model configs (reference/models.py ModelConfig).
+
+Supported `model_type`s and what each field becomes:
+    llama, mistral, qwen2, mixtral (style "llama": RMSNorm, GQA with RoPE, SwiGLU)
+        hidden_size -> d_model, num_hidden_layers -> n_layers, num_attention_heads -> n_heads,
+        num_key_value_heads -> n_kv_heads (default: n_heads), intermediate_size -> d_ff,
+        vocab_size -> vocab, rms_norm_eps -> norm_eps, max_position_embeddings -> max_positions,
+        rope_theta -> rope_theta (or rope_parameters.rope_theta, transformers 5), head_dim,
+        tie_word_embeddings -> tie_embeddings, rope_scaling (or rope_parameters) of rope_type
+        "llama3" -> rope_scaling; qwen2: q, k and v biases (qkv_bias); mixtral:
+        num_local_experts -> n_experts, num_experts_per_tok -> top_k
+    gpt2 (style "gpt2": LayerNorm, MHA with biases, tanh-GELU, learned positions)
+        n_embd, n_layer, n_head, n_inner (null: 4 * n_embd), vocab_size, layer_norm_epsilon,
+        n_positions, tie_word_embeddings (default true)
+A field whose value changes the architecture in a way the styles do not model is refused by
+name, with the value that would be accepted: sliding-window attention, an o_proj or MLP bias
+(attention_bias, mlp_bias), an activation other than the style's, a RoPE scaling other than
+llama3's. Fields that do not change the computation (token ids, torch_dtype, architectures, ...)
+are not read.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from reference.models import BadModelFile, ModelConfig
+
+LLAMA_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+SUPPORTED = (*LLAMA_TYPES, "gpt2")
+ROPE_TYPES = ("default", "llama3")
+LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+
+
+def model_name(path: str) -> str:
+    """The name a config file's model goes by: the path as given (unique, and what the user typed)."""
+    return str(path)
+
+
+def read_config(path: str) -> dict:
+    """The JSON object of a config file.
+
+    Raises:
+        BadModelFile: not a readable file, not JSON, or not an object.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise BadModelFile(f"{path}: not a file; give a Hugging Face config.json (or a published model's name)")
+    try:
+        raw = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise BadModelFile(f"{path}: not a JSON config ({type(err).__name__}: {str(err).splitlines()[0]})") from err
+    if not isinstance(raw, dict):
+        raise BadModelFile(f"{path}: a config.json holds one JSON object, got {type(raw).__name__}")
+    return raw
+
+
+def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
+    """A ModelConfig from a Hugging Face config's fields (module doc).
+
+    Raises:
+        BadModelFile: an unsupported model_type, a missing or ill-typed field, or a field whose
+            value the styles do not model; the message names the field and what is accepted.
+    """
+    kind = raw.get("model_type")
+    if kind not in SUPPORTED:
+        raise BadModelFile(f"{name}: model_type {kind!r} is not supported; valid: {', '.join(SUPPORTED)}")
+
+    def get(key: str, typ=int, default=None):
+        value = raw.get(key, default)
+        if value is None:
+            raise BadModelFile(f"{name}: missing field {key!r} (a {kind} config has it)")
+        ok = isinstance(value, typ) and not isinstance(value, bool) if typ is not bool else isinstance(value, bool)
+        if typ is float and isinstance(value, int) and not isinstance(value, bool):
+            value, ok = float(value), True
+        if not ok or (typ in (int, float) and value <= 0):
+            raise BadModelFile(f"{name}: field {key!r} is {value!r}; expected a positive {typ.__name__}"
+                               if typ is not bool else f"{name}: field {key!r} is {value!r}; expected true or false")
+        return value
+
+    def refuse(key: str, value, accepted: str):
+        raise BadModelFile(f"{name}: field {key!r} = {value!r} is not modelled; accepted: {accepted}")
+
+    source = source or f"a Hugging Face config ({name})"
+    if kind == "gpt2":
+        if raw.get("activation_function", "gelu_new") != "gelu_new":
+            refuse("activation_function", raw["activation_function"], '"gelu_new" (the tanh GELU)')
+        d = get("n_embd")
+        inner = raw.get("n_inner")
+        return ModelConfig(name=name, source=source, style="gpt2", d_model=d, n_layers=get("n_layer"), n_heads=get("n_head"),
+                           n_kv_heads=get("n_head"), d_ff=get("n_inner") if inner is not None else 4 * d,
+                           vocab=get("vocab_size"), norm_eps=get("layer_norm_epsilon", float, 1e-5),
+                           max_positions=get("n_positions"), tie_embeddings=get("tie_word_embeddings", bool, True))
+    if raw.get("hidden_act", "silu") != "silu":
+        refuse("hidden_act", raw["hidden_act"], '"silu" (SwiGLU)')
+    for key in ("attention_bias", "mlp_bias"):
+        if raw.get(key):
+            refuse(key, raw[key], "false (only Qwen2's q, k and v biases are modelled)")
+    window = raw.get("sliding_window")
+    if window is not None and (kind != "qwen2" or raw.get("use_sliding_window")):
+        refuse("sliding_window", window, "null (full attention)")
+    rope = raw.get("rope_parameters") or {}
+    scaling = raw.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
+    if scaling is not None:
+        rope_type = scaling.get("rope_type", scaling.get("type"))
+        if rope_type not in ROPE_TYPES:
+            refuse("rope_scaling.rope_type", rope_type, ", ".join(repr(t) for t in ROPE_TYPES))
+        scaling = None if rope_type == "default" else {"rope_type": "llama3", **{k: scaling[k] for k in LLAMA3_KEYS if k in scaling}}
+        missing = [k for k in LLAMA3_KEYS if scaling is not None and k not in scaling]
+        if missing:
+            raise BadModelFile(f"{name}: rope_scaling of type llama3 lacks {', '.join(missing)}")
+    theta = rope.get("rope_theta", raw.get("rope_theta", 10000.0))
+    heads = get("num_attention_heads")
+    head_dim = raw.get("head_dim") or 0
+    experts = {"n_experts": get("num_local_experts"), "top_k": get("num_experts_per_tok")} if kind == "mixtral" else {}
+    return ModelConfig(name=name, source=source, style="llama", d_model=get("hidden_size"), n_layers=get("num_hidden_layers"),
+                       n_heads=heads, n_kv_heads=get("num_key_value_heads", int, heads), d_ff=get("intermediate_size"),
+                       vocab=get("vocab_size"), norm_eps=get("rms_norm_eps", float, 1e-6),
+                       max_positions=get("max_position_embeddings"), rope_theta=float(theta),
+                       tie_embeddings=get("tie_word_embeddings", bool, False), qkv_bias=kind == "qwen2",
+                       head_dim=int(head_dim), rope_scaling=scaling, **experts)
+
+
+def load_config_file(path: str) -> ModelConfig:
+    """The model of a Hugging Face config.json file, named by its path (`model_name`)."""
+    return config_from_hf(read_config(path), model_name(path), f"Hugging Face config file {path}")

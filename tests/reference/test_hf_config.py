@@ -1,0 +1,132 @@
+"""A Hugging Face config.json becomes our model config: the published configs of four families
+(fields as their config.json files on the Hub give them) reproduce the models.toml entries
+written by hand from the same files, and every field the styles do not model is refused by name."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from reference.hf_config import config_from_hf
+from reference.models import BadModelFile, get_model
+
+LLAMA_32_1B = {  # meta-llama/Llama-3.2-1B config.json (its architecture fields)
+    "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": True,
+    "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "torch_dtype": "bfloat16", "bos_token_id": 128000,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+}
+QWEN25_05B = {  # Qwen/Qwen2.5-0.5B: q, k, v biases; a sliding window it does not use
+    "model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+    "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": True, "hidden_act": "silu",
+    "sliding_window": 32768, "use_sliding_window": False, "max_window_layers": 24,
+}
+GPT2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": None, "vocab_size": 50257,
+        "layer_norm_epsilon": 1e-05, "n_positions": 1024, "activation_function": "gelu_new"}
+MIXTRAL = {  # mistralai/Mixtral-8x7B-v0.1
+    "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "tie_word_embeddings": False, "hidden_act": "silu",
+    "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None,
+}
+ARCHITECTURE = ("style", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "vocab", "norm_eps", "max_positions",
+                "rope_theta", "tie_embeddings", "qkv_bias", "n_experts", "top_k", "head_dim", "rope_scaling")
+
+
+def architecture(cfg):
+    return {k: getattr(cfg, k) for k in ARCHITECTURE}
+
+
+@pytest.mark.parametrize("raw, published", [(LLAMA_32_1B, "llama-3.2-1b"), (QWEN25_05B, "qwen2.5-0.5b"),
+                                            (GPT2, "gpt2-small"), (MIXTRAL, "mixtral-8x7b")])
+def test_a_published_config_json_gives_the_hand_written_entry(raw, published):
+    assert architecture(config_from_hf(raw, "mine")) == architecture(get_model(published))
+
+
+def test_transformers_5s_rope_parameters_carry_theta_and_scaling():
+    raw = {k: v for k, v in LLAMA_32_1B.items() if k not in ("rope_theta", "rope_scaling")}
+    raw["rope_parameters"] = {**LLAMA_32_1B["rope_scaling"], "rope_theta": 500000.0}
+    assert architecture(config_from_hf(raw, "mine")) == architecture(get_model("llama-3.2-1b"))
+    default = {**raw, "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+    cfg = config_from_hf(default, "mine")
+    assert cfg.rope_scaling is None and cfg.rope_theta == 10000.0
+
+
+@pytest.mark.parametrize("change, needle", [
+    ({"model_type": "bert"}, "valid: llama, mistral, qwen2, mixtral, gpt2"),
+    ({"model_type": "mistral", "sliding_window": 4096}, "'sliding_window' = 4096 is not modelled; accepted: null"),
+    ({"use_sliding_window": True}, "'sliding_window'"),
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'rope_scaling.rope_type' = 'yarn'"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "lacks low_freq_factor"),
+    ({"attention_bias": True}, "'attention_bias' = True"),
+    ({"mlp_bias": True}, "'mlp_bias'"),
+    ({"hidden_act": "gelu"}, "accepted: \"silu\""),
+    ({"hidden_size": None}, "missing field 'hidden_size'"),
+    ({"hidden_size": -4}, "expected a positive int"),
+    ({"num_attention_heads": "14"}, "'num_attention_heads' is '14'"),
+    ({"tie_word_embeddings": "yes"}, "expected true or false"),
+])
+def test_what_the_styles_do_not_model_is_refused_by_field(change, needle):
+    with pytest.raises(BadModelFile) as info:
+        config_from_hf({**QWEN25_05B, **change}, "mine")
+    assert needle in str(info.value)
+
+
+def test_a_bad_file_is_one_line(tmp_path):
+    from reference.hf_config import load_config_file
+
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "broken.json").write_text("{")
+    for path, needle in ((tmp_path / "none.json", "not a file"), (tmp_path / "list.json", "one JSON object"),
+                         (tmp_path / "broken.json", "not a JSON config"), (tmp_path, "not a file")):
+        with pytest.raises(BadModelFile, match=needle):
+            load_config_file(str(path))
+
+
+TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+
+
+@pytest.fixture
+def registry():
+    """The model registries as they were, after a test that adds a config file's model to them."""
+    from reference import catalogue
+    from reference.models import load_models
+
+    saved = (dict(catalogue.CATALOGUE), dict(catalogue.MODELS), dict(load_models()))
+    yield
+    for live, old in zip((catalogue.CATALOGUE, catalogue.MODELS, load_models()), saved):
+        live.clear()
+        live.update(old)
+
+
+@pytest.mark.jax
+def test_predict_takes_a_config_json_and_predicts_what_the_published_name_does(tmp_path, capfd, registry):
+    from landscape.cli import main
+
+    path = tmp_path / "tiny" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(TINY))
+    assert architecture(config_from_hf(TINY, "t")) == architecture(get_model("tiny"))
+    args = ["--target", "h100", "--input-len", "64", "--output-len", "8", "--json"]
+    assert main(["predict", "--model", str(path), *args]) == 0
+    by_file = json.loads(capfd.readouterr().out)
+    assert main(["predict", "--model", "tiny", *args]) == 0
+    by_name = json.loads(capfd.readouterr().out)
+    for key in ("ttft_s", "decode_step_s", "kv_cache_bytes"):
+        assert by_file[key] == pytest.approx(by_name[key]), key
+    (tmp_path / "bert.json").write_text(json.dumps({**TINY, "model_type": "bert"}))
+    assert main(["predict", "--model", str(tmp_path / "bert.json"), *args]) == 2
+    err = capfd.readouterr().err.strip()
+    assert err.count("\n") == 0 and "model_type 'bert'" in err and "Traceback" not in err
+
+
+def test_the_config_is_a_frozen_model_config():
+    cfg = config_from_hf(GPT2, "gpt2 file")
+    assert dataclasses.is_dataclass(cfg) and cfg.d_ff == 4 * 768 and cfg.tie_embeddings and cfg.name == "gpt2 file"
