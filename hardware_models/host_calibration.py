@@ -48,7 +48,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GRAIN
+from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GRAIN, RUNTIMES
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -139,10 +139,10 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "mean", "f32", 0))  # size: its nested ops, once counted
     for runtime in ("inductor", "xla"):
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "args", "f32", ARGS))
-    for runtime in ("eager", "inductor", "xla"):
+    for runtime in RUNTIMES:
         for fn in FUNCTIONS + (EAGER_KERNELS if runtime == "eager" else ()):
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "unary", "f32", UNARY_N, fn=fn))
-    for runtime in ("eager", "inductor", "xla"):
+    for runtime in RUNTIMES:
         for channels in CONV_SIZES:
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "conv", "f32", channels))
     return rows
@@ -179,7 +179,7 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         if m.spec.workload == "args":
             base = "H03" if m.spec.runtime == "inductor" else "H05"
             out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], FLOOR) / (m.spec.size - 2), f"{m.spec.id} {base}")
-    for runtime in ("eager", "inductor", "xla"):
+    for runtime in RUNTIMES:
         small, large = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime), key=lambda m: m.spec.size)
         rate = (large.spec.flops - small.spec.flops) / max(large.median_s - small.median_s, 1e-12)
         rows = f"{small.spec.id} {large.spec.id}"

@@ -130,11 +130,7 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
         return time_torch(lambda: torch.mean(one, -1), min_run_s)
     if spec.workload == "unary":
         fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
-        if spec.runtime == "inductor":
-            import torch._dynamo
-
-            torch._dynamo.reset()  # each function its own compile, none a recompile of another
-            fn = torch.compile(fn, dynamic=False)
+        fn = _compiled(fn) if spec.runtime == "inductor" else fn
         return time_torch(lambda: fn(x), min_run_s)
     y, out = torch.randn(spec.size, generator=gen).to(dtype), torch.empty_like(x)
     if spec.workload == "module-add":
@@ -145,6 +141,15 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
     return time_torch(lambda: torch.add(x, y, out=out), min_run_s)
 
 
+def _compiled(fn):
+    """torch.compile of `fn` after a reset: each row its own compile, none a recompile of another's."""
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False)
+
+
 def _torch_conv(spec: RowSpec, min_run_s: float):
     """A 3 x 3 convolution, NCHW, padding 1 (host_calibration.CONV_SIZES), eager or compiled."""
     import torch
@@ -153,11 +158,7 @@ def _torch_conv(spec: RowSpec, min_run_s: float):
     batch, hw = CONV_SIZES[spec.size]
     x, w = torch.randn(batch, spec.size, hw, hw), torch.randn(spec.size, spec.size, 3, 3) / spec.size
     fn = lambda a, b: F.conv2d(a, b, padding=1)  # noqa: E731
-    if spec.runtime == "inductor":
-        import torch._dynamo
-
-        torch._dynamo.reset()
-        fn = torch.compile(fn, dynamic=False)
+    fn = _compiled(fn) if spec.runtime == "inductor" else fn
     return time_torch(lambda: fn(x, w), min_run_s)
 
 
