@@ -243,6 +243,9 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
     if from_files:
         from click.core import ParameterSource
 
+        if any(f.startswith("-") for f in from_files):  # one file given: the option after it was taken as the second
+            raise MalformedInput(f"--from-file takes two StableHLO files, A.mlir B.mlir; got {' '.join(from_files)}")
+
         given = [flag for flag, on in (("NAME", name is not None), ("--shape", bool(shapes)), ("--phase", phase is not None),
                                        ("--dtype", ctx.get_parameter_source("dtype") is ParameterSource.COMMANDLINE),
                                        ("--allow-beyond-context", allow_beyond_context), ("--out", out_dir is not None)) if on]

@@ -65,6 +65,12 @@ def test_what_does_not_apply_to_files_is_refused(two_files, extra, needle, capfd
     assert err.count("\n") == 0 and needle in err and "valid with it: --targets" in err
 
 
+def test_one_file_is_refused_naming_the_two_it_takes(two_files, capfd):
+    assert main(["compare", "--from-file", two_files[0], "--targets", "h100"]) == 2
+    err = capfd.readouterr().err.strip()
+    assert err.count("\n") == 0 and "takes two StableHLO files" in err
+
+
 def test_a_missing_or_broken_file_is_one_line(two_files, tmp_path, capfd):
     broken = tmp_path / "broken.mlir"
     broken.write_text("module { this is not stablehlo }")
