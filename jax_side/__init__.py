@@ -9,8 +9,8 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
-from jax_side.kernels import LAYOUTS, build
+from jax_side.kernels import LAYOUTS, build, decoder
 from jax_side.params import canonical_names, export_weights, load_weights
 from jax_side.run import run_case, run_module
 
-__all__ = ["LAYOUTS", "build", "canonical_names", "export_weights", "load_weights", "run_case", "run_module"]
+__all__ = ["LAYOUTS", "build", "decoder", "canonical_names", "export_weights", "load_weights", "run_case", "run_module"]

@@ -14,11 +14,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jax_side.layers import Block, Decoder, GeluMLP, MoE, SwiGLU, apply_rope, dot_product_attention, rope_frequencies
+from jax_side.params import load_weights
 from reference.catalogue import MODELS, get_entry
 from reference.catalogue.attention import ROPE_THETA
 from reference.catalogue.norms import LAYERNORM_EPS, RMSNORM_EPS
 from reference.catalogue.transformer import config_for
 from reference.errors import UnknownName
+from reference.models import ModelConfig
 
 JAX_DTYPES = {"float32": jnp.float32, "bfloat16": jnp.bfloat16, "float16": jnp.float16}
 
@@ -106,3 +108,10 @@ def build(name: str, shapes: dict, dtype: str):
     if name not in MODULES:
         raise UnknownName("JAX kernel", name, [*FUNCTIONS, *MODULES])
     return nnx.eval_shape(lambda: MODULES[name](shapes, dt))
+
+
+def decoder(cfg: ModelConfig, weights: dict | None = None, dtype: str = "float32"):
+    """The NNX decoder of any model config (a Hugging Face one included), built abstractly, with
+    canonical `weights` loaded when given (reference/hf_weights.py imports them)."""
+    module = nnx.eval_shape(lambda: Decoder(cfg, JAX_DTYPES[dtype], _rngs()))
+    return load_weights(module, weights) if weights is not None else module

@@ -16,7 +16,7 @@ import click
 
 from landscape.options import (
     DTYPE, DTYPE_HELP, SEED, SEED_RANGE, SIZE, DTypeParam, check_name_or_file, checked_shapes, estimate_options, load_target,
-    note_on_stderr, print_json, shape_options, verbose,
+    model_option, note_on_stderr, print_json, shape_options, verbose,
 )
 from landscape.outputs import check_output_dir, check_output_file, dump_json, write_file
 from landscape.serve_cli import STRICT_DTYPES_HELP
@@ -83,18 +83,38 @@ def kernels(as_json: bool) -> None:
     Console(width=160).print(table)
 
 
+def checkpoint_for(name: str, overrides: dict, path: str) -> dict:
+    """--weights: the checkpoint's canonical weights for model NAME at its resolved layer count."""
+    from reference.catalogue import get_entry
+    from reference.errors import MalformedInput
+    from reference.hf_weights import checkpoint_weights
+
+    entry = get_entry(name)
+    if entry.kind != "model":
+        raise MalformedInput(f"run: --weights takes a model's checkpoint; {name!r} is a {entry.kind}, not a model "
+                             "(give a published model's name or a config.json)")
+    return checkpoint_weights(name, path, entry.resolve(overrides)["layers"])
+
+
 @cli.command()
-@click.argument("name")
+@click.argument("name", callback=model_option)
 @click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
               help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
 @click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)
 @click.option("--seed", type=SEED, default=0, show_default=True,
               help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].")
+@click.option("--weights", "weights_path", type=click.Path(), metavar="PATH",
+              help="A model's checkpoint (a .safetensors file, or a folder of them) to run instead of seeded "
+                   "weights; with --shape layers=N, its first N blocks.")
 @click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True,
               help="Accept a model's seq beyond its context length; the output then says so.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, allow_beyond_context: bool, as_json: bool) -> None:
+def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path: str | None, allow_beyond_context: bool,
+        as_json: bool) -> None:
     """Run NAME on the reference, PyTorch and JAX with identical inputs and weights.
+
+    NAME may be a Hugging Face config.json, or the folder holding one; --weights runs its
+    checkpoint's weights (reference/hf_weights.py maps the names).
 
     Prints, for each side against the float64 reference and for the two sides against each
     other, the max absolute and max relative (normwise) error, the bound from the dtype's
@@ -105,9 +125,13 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, allow_beyond_
     from reference.agreement import check_agreement
 
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
-    result = check_agreement(name, overrides, dtype, seed, runners=default_runners())
-    if note:
-        result = dataclasses.replace(result, notes=(*result.notes, note))
+    weights = None if weights_path is None else checkpoint_for(name, overrides, weights_path)
+    result = check_agreement(name, overrides, dtype, seed, runners=default_runners(), weights=weights)
+    notes = [note] if note else []
+    if weights is not None:
+        notes.append(f"weights: the checkpoint {weights_path} ({len(weights)} tensors), not seeded ones")
+    if notes:
+        result = dataclasses.replace(result, notes=(*result.notes, *notes))
     if as_json:
         print_json(result.to_dict())
     else:
@@ -135,7 +159,7 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
 
 
 @cli.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option("--stage", type=click.Choice(STAGE_NAMES), default="ir", show_default=True,
               help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (jax: XLA's optimized HLO, CPU backend).")
@@ -169,7 +193,7 @@ def hlo(name, side, stage, shapes, dtype, flat, allow_beyond_context, out_dir, f
 
 
 @cli.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @shape_options
 @click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
@@ -197,7 +221,7 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
 
 
 @cli.command()
-@click.argument("name")
+@click.argument("name", callback=model_option)
 @shape_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def diff(name, shapes, dtype, flat, allow_beyond_context, as_json) -> None:
@@ -300,7 +324,7 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
 
 
 @cli.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @estimate_options
 @click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
@@ -347,7 +371,7 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 
 
 @cli.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @estimate_options
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output file: .png or .svg.")
 def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, out_path) -> None:
@@ -374,7 +398,7 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 
 
 @cli.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @click.option("--target", "target_name", default="h100", show_default=True, help="A target (see `landscape targets`).")
 @click.option("--side", type=click.Choice(SIDES), default="torch", show_default=True, help="Which framework's program to run.")
 @click.option("--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable.")

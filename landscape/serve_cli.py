@@ -200,7 +200,7 @@ def _default_targets() -> str:
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, callback=model_option)
 @click.option("--targets", "target_list", default=_default_targets, show_default="one target per family",
               help="Comma-separated targets, each once, or 'all'.")
 @click.option("--phase", type=click.Choice(("prefill", "decode", "both")), default=None, show_default="both",

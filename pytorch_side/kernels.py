@@ -14,11 +14,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytorch_side.layers import Block, Decoder, GeluMLP, MoE, Rotary, SwiGLU
+from pytorch_side.params import load_weights
 from reference.catalogue import MODELS, get_entry
 from reference.catalogue.attention import ROPE_THETA
 from reference.catalogue.norms import LAYERNORM_EPS, RMSNORM_EPS
 from reference.catalogue.transformer import config_for
 from reference.errors import UnknownName
+from reference.models import ModelConfig
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -85,3 +87,10 @@ def build(name: str, shapes: dict, dtype: str) -> nn.Module:
     if name not in BUILDERS:
         raise UnknownName("PyTorch kernel", name, BUILDERS)
     return BUILDERS[name](shapes, dt).eval()
+
+
+def decoder(cfg: ModelConfig, weights: dict | None = None, dtype: str = "float32") -> nn.Module:
+    """The decoder of any model config (a Hugging Face one from reference/hf_config.py included),
+    in eval mode, with canonical `weights` loaded when given (reference/hf_weights.py imports them)."""
+    module = Decoder(cfg, TORCH_DTYPES[dtype]).eval()
+    return load_weights(module, weights) if weights is not None else module

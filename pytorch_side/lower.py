@@ -110,8 +110,9 @@ def quiet():
 def export_module(module: nn.Module, *example_inputs, name: str = "module", notes: list[str] | None = None):
     """torch.export of the module with its state (weights, then buffers: Rotary's inv_freq) as
     graph inputs, in that order, before the activations. The module is exported in eval mode
-    (its own mode is restored after), and its outputs are reduced to their tensors; what that
-    left out is appended to `notes`, with what to pass instead.
+    (its own mode is restored after), HF's fused MoE experts in a static routed form
+    (pytorch_side/static_experts.py), and its outputs are reduced to their tensors; what that
+    left out or swapped is appended to `notes`, with what to pass instead.
 
     Raises:
         CaptureFailed: data-dependent control flow or a host sync; names the user's line and the fix.
@@ -119,17 +120,22 @@ def export_module(module: nn.Module, *example_inputs, name: str = "module", note
     """
     from reference.errors import DATA_DEPENDENT, CaptureFailed
 
+    from pytorch_side.static_experts import static_experts
+
     state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
     dropped: dict[str, str] = {}
     wrapper = _ParamsAsInputs(module, dropped)
+    swapped: list[str] = []
     try:
-        with warnings.catch_warnings(), quiet(), _in_eval_mode(module):
+        with warnings.catch_warnings(), quiet(), _in_eval_mode(module), static_experts(module, swapped):
             warnings.simplefilter("ignore", FutureWarning)  # torch-mlir's pytree deprecation notice
             exported = torch.export.export(wrapper, (state, *example_inputs))
     except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
         if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
             raise CaptureFailed.from_exception(err, "torch.export") from err
         raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+    if notes is not None:
+        notes.extend(swapped)
     left_out = ", ".join(f"{path} ({kind})" for path, kind in dropped.items())
     if not exported.graph_signature.output_specs:
         raise LoweringFailed(f"{name}: the module returns no tensor ({left_out or 'nothing'}); return tensors, or for "
@@ -140,16 +146,22 @@ def export_module(module: nn.Module, *example_inputs, name: str = "module", note
     return exported
 
 
-def lower_module(module: nn.Module, *example_inputs, name: str = "module") -> Lowering:
+def lower_module(module: nn.Module, *example_inputs, name: str = "module", regional: bool = False) -> Lowering:
     """Lower any nn.Module at example inputs (fake tensors recommended) through torch-mlir.
     A module in training mode is lowered in eval mode, and non-tensor outputs are left out;
-    both are said in the Lowering's notes.
+    both are said in the Lowering's notes. With `regional`, a module holding a stack of
+    identical layers lowers one of them, called once per layer (pytorch_side/regional.py):
+    the time of a one-layer model, the same program counted.
 
     Raises:
         CaptureFailed: torch.export met data-dependent control flow (export_module).
         LoweringFailed: torch.export or torch-mlir could not lower the module (with
             torch-mlir's root cause and the user's source line), or it returns no tensor.
     """
+    if regional:
+        from pytorch_side.regional import lower_stack
+
+        return lower_stack(module, *example_inputs, name=name)
     notes: list[str] = []
     exported = export_module(module, *example_inputs, name=name, notes=notes)
     return lower_exported(exported, module, len(example_inputs), name, tuple(notes))
@@ -160,23 +172,12 @@ def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str
     """torch-mlir's StableHLO of an exported program (export_module's), as a Lowering.
 
     Raises:
-        LoweringFailed: torch-mlir could not lower it: the first error of its diagnostics (the
-            op it could not legalize, the user's source line), else its exception's first line.
+        LoweringFailed: torch-mlir could not lower it (`to_stablehlo`).
     """
-    from torch_mlir import fx
-
-    from pytorch_side.diagnostics import captured_stderr, root_cause
-
     params = dict(module.named_parameters())
     state = {**params, **dict(module.named_buffers())}
-    try:
-        with warnings.catch_warnings(), captured_stderr() as diagnostics:
-            warnings.simplefilter("ignore", FutureWarning)
-            mlir_module = fx.export_and_import(exported, output_type="stablehlo")
-    except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
-        cause = root_cause("".join(diagnostics))
-        detail = f"torch-mlir: {cause}" if cause else f"{type(err).__name__}: {str(err).splitlines()[0]}"
-        raise LoweringFailed(f"{name}: torch lowering failed: {detail}") from err
+    mlir_module, retried = to_stablehlo(exported, name)
+    notes = notes + retried
     text = mlir_module.operation.get_asm(enable_debug_info=True)
     ir_module = verify(parse_stablehlo(text))
     n_inputs = len(state) + n_example_inputs
@@ -189,6 +190,54 @@ def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str
     stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
     return Lowering("torch", name, stages, ir_module, param_args, buffer_args=buffer_args,
                     notes=_eval_note(module) + tuple(notes))
+
+
+STRIDED_VIEW = "Cannot view a tensor"  # torch's message for a view of a tensor whose strides forbid it
+
+
+def _views_as_reshapes(exported) -> int:
+    """Rewrite the exported graph's aten.view ops as aten.reshape (the same values in a functional
+    graph; a reshape copies where strides forbid a view). Returns how many were rewritten."""
+    count = 0
+    for node in exported.graph_module.graph.nodes:
+        if node.target is torch.ops.aten.view.default:
+            node.target = torch.ops.aten.reshape.default
+            count += 1
+    exported.graph_module.recompile()
+    return count
+
+
+def to_stablehlo(exported, name: str = "module"):
+    """torch-mlir's StableHLO MLIR module of an exported program, and notes.
+
+    torch-mlir's decompositions can leave a view on a tensor they made non-contiguous, which
+    fails with "Cannot view a tensor ..." (HF GPT-2's Conv1D views the output of the attention
+    it decomposes). The exported graph is functional, so a view and a reshape compute the same
+    values: on that failure the views are retried as reshapes, and a note says so.
+
+    Raises:
+        LoweringFailed: torch-mlir could not lower it: the first error of its diagnostics (the
+            op it could not legalize, the user's source line), else its exception's first line.
+    """
+    from torch_mlir import fx
+
+    from pytorch_side.diagnostics import captured_stderr, root_cause
+
+    notes: tuple[str, ...] = ()
+    for attempt in range(2):
+        try:
+            with warnings.catch_warnings(), captured_stderr() as diagnostics:
+                warnings.simplefilter("ignore", FutureWarning)  # torch's pytree deprecation notices
+                return fx.export_and_import(exported, output_type="stablehlo"), notes
+        except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
+            if attempt == 0 and STRIDED_VIEW in str(err) and (n := _views_as_reshapes(exported)):
+                notes = (f"torch-mlir's decompositions left a view on a non-contiguous tensor; the graph's {n} views "
+                         "were lowered as reshapes (the same values)",)
+                continue
+            cause = root_cause("".join(diagnostics))
+            detail = f"torch-mlir: {cause}" if cause else f"{type(err).__name__}: {str(err).splitlines()[0]}"
+            raise LoweringFailed(f"{name}: torch lowering failed: {detail}") from err
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:

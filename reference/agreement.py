@@ -7,6 +7,7 @@ check their own modules against their own reference.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+import dataclasses
 from dataclasses import dataclass, field
 
 import math
@@ -16,7 +17,7 @@ import numpy as np
 
 from reference.catalogue import get_entry
 from reference.dtypes import numpy_dtype
-from reference.errors import InvalidShape, TooLargeToRun
+from reference.errors import InvalidShape, TooLargeToRun, WeightMismatch
 from reference.inputs import Case, check_seed, make_case
 from reference.spec import Entry, Value
 from reference.tolerance import CROSS_SIDE_FACTOR, Tolerance, tolerance_for
@@ -193,6 +194,23 @@ def check_run_memory(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> i
     return needed
 
 
+def given_weights(entry: Entry, shapes: Mapping[str, Value], weights: Mapping[str, np.ndarray], dtype: str) -> dict:
+    """`weights` checked against the entry's specs and rounded once to the run's dtype.
+
+    Raises:
+        WeightMismatch: a name the entry lacks or lacks a weight of, or a shape that differs.
+    """
+    specs = entry.weights(shapes)
+    if set(specs) != set(weights):
+        raise WeightMismatch(set(specs) - set(weights), set(weights) - set(specs))
+    wrong = sorted(k for k, s in specs.items() if tuple(np.shape(weights[k])) != tuple(s.shape))
+    if wrong:
+        raise WeightMismatch([], [], shapes={k: (np.shape(weights[k]), tuple(specs[k].shape)) for k in wrong})
+    target = numpy_dtype(dtype)
+    return {k: np.asarray(v).astype(np.float32).astype(target) if np.asarray(v).dtype != target else np.asarray(v)
+            for k, v in weights.items()}
+
+
 def check_agreement(
     name: str,
     shapes: Mapping[str, Value] | None = None,
@@ -200,6 +218,7 @@ def check_agreement(
     seed: int = 0,
     *,
     runners: Mapping[str, Runner],
+    weights: Mapping[str, np.ndarray] | None = None,
 ) -> Agreement:
     """Run a catalogue entry on the reference and on every side, on identical inputs.
 
@@ -210,12 +229,15 @@ def check_agreement(
         seed: input generator seed.
         runners: side name -> function from a `Case` to its outputs, e.g.
             {"torch": pytorch_side.run_case, "jax": jax_side.run_case}.
+        weights: canonical weights to run instead of seeded ones (a checkpoint's, from
+            reference/hf_weights.py), rounded to `dtype`; their names and shapes must be the entry's.
 
     Raises:
         UnknownName, InvalidShape, UnsupportedDtype: bad input, one line each.
         TooLargeToRun: more than RUN_PARAMETER_LIMIT weights, or more memory than is available
             (`run_memory_bytes`), refused before anything is allocated.
         MalformedInput: a seed outside [0, 2**32-1].
+        WeightMismatch: `weights` whose names or shapes are not the entry's.
     """
     entry = get_entry(name)
     resolved = entry.resolve(shapes)
@@ -226,6 +248,8 @@ def check_agreement(
         raise TooLargeToRun(entry.name, n_params, RUN_PARAMETER_LIMIT)
     check_run_memory(entry, resolved, dtype)
     case = make_case(entry, resolved, dtype, seed)
+    if weights is not None:
+        case = dataclasses.replace(case, weights=given_weights(entry, resolved, weights, dtype))
     outputs = {side: tuple(run(case)) for side, run in runners.items()}
     reduction = entry.reduction(resolved) if entry.reduction else 0
     return compare_outputs(entry.name, dtype, case.reference(), outputs, shapes=resolved, seed=seed, reduction=reduction)

@@ -100,14 +100,24 @@ class MalformedInput(LandscapeError):
     """A command-line argument that is not of the expected form."""
 
 
+def _few(names: list[str], shown: int = 6) -> str:
+    """A sorted name list for a one-line message: the first few, then how many more."""
+    if not names:
+        return "none"
+    return str(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
 class WeightMismatch(LandscapeError):
     """A weight dict whose keys differ from the module's canonical weight names."""
 
-    def __init__(self, missing: Iterable[str], unexpected: Iterable[str]):
-        self.missing, self.unexpected = sorted(missing), sorted(unexpected)
+    def __init__(self, missing: Iterable[str], unexpected: Iterable[str], shapes: dict | None = None):
+        self.missing, self.unexpected, self.shapes = sorted(missing), sorted(unexpected), dict(shapes or {})
+        if self.shapes:
+            wrong = ", ".join(f"{k} {tuple(got)} (needs {tuple(want)})" for k, (got, want) in sorted(self.shapes.items())[:4])
+            super().__init__(f"weights do not match the module: shapes differ: {wrong}")
+            return
         super().__init__(
-            f"weights do not match the module: missing {self.missing or 'none'}, "
-            f"unexpected {self.unexpected or 'none'}"
+            f"weights do not match the module: missing {_few(self.missing)}, unexpected {_few(self.unexpected)}"
         )
 
 

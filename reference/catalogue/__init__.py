@@ -28,8 +28,8 @@ def get_entry(name: str) -> Entry:
 
 
 def resolve_model(name_or_path: str) -> str:
-    """A published model's name, unchanged; or the path of a Hugging Face config.json
-    (reference/hf_config.py), whose model is added to the catalogue under that path as its
+    """A published model's name, unchanged; or the path of a Hugging Face config.json, or of a
+    folder holding one (a downloaded model; reference/hf_config.py), whose model is added to the catalogue under that path as its
     name, so every command and function that takes a model's name takes it.
 
     Raises:
@@ -37,7 +37,11 @@ def resolve_model(name_or_path: str) -> str:
     """
     from pathlib import Path
 
-    if name_or_path in CATALOGUE or not (name_or_path.endswith(".json") or Path(name_or_path).is_file()):
+    if name_or_path in CATALOGUE:
+        return name_or_path
+    if Path(name_or_path).is_dir() and (Path(name_or_path) / "config.json").is_file():
+        name_or_path = str(Path(name_or_path) / "config.json")
+    elif not (name_or_path.endswith(".json") or Path(name_or_path).is_file()):
         return name_or_path
     from reference.hf_config import load_config_file
     from reference.models import load_models

@@ -9,9 +9,10 @@ stands for `layers` distinct weights, one per layer, and its bytes count that ma
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from reference.errors import MalformedIR
-from reference.ir.graph import Function, Module, Op, Origin
+from reference.ir.graph import Function, Module, Op, Origin, TensorType
 
 
 def _rename(op: Op, mapping: dict[str, str]) -> Op:
@@ -156,3 +157,67 @@ def compose_regional(
         + tuple(range(first_epi + n_epi - shared, first_epi + len(epi_own)))
     )
     return Module((main, dataclasses.replace(blk, name="block"), *others), "main"), params, buffers
+
+
+@dataclass(frozen=True)
+class Wire:
+    """Where a value of the composed program comes from: the program's argument `index`
+    (part None), or result `index` of part `part`."""
+
+    index: int
+    part: int | None = None
+
+
+def compose_stack(
+    args: tuple[TensorType, ...], arg_names: tuple[str, ...], parts: tuple[Module, ...], block: int,
+    wiring: tuple[tuple[Wire, ...], ...], outputs: tuple[Wire, ...], layers: int,
+) -> Module:
+    """Compose the parts a module's graph was cut into around its stack of identical layers (any
+    module, not only our decoders: pytorch_side/regional.py cuts it) into one IR module.
+
+    Part `block` is one layer; the entry function runs every other part's ops inline, in order,
+    and that one as `call @block` with trip_count = layers (a weight passed to the call stands
+    for `layers` distinct weights, as in compose_regional). `wiring[i][j]` says where part i's
+    argument j comes from; `outputs`, the program's results.
+
+    Raises:
+        MalformedIR: the wiring does not match the parts (a count or a type differs).
+    """
+    tagged = [_tag(p, f"part{i}" if i != block else "block") for i, p in enumerate(parts)]
+    arg_ids = tuple(f"%arg{i}" for i in range(len(args)))
+    produced: dict[int, tuple[tuple[str, TensorType], ...]] = {}
+
+    def source(w: Wire) -> tuple[str, TensorType]:
+        if w.part is None:
+            return arg_ids[w.index], args[w.index]
+        if w.part not in produced or w.index >= len(produced[w.part]):
+            raise MalformedIR(f"stack composition: result {w.index} of part {w.part} is read before it is made")
+        return produced[w.part][w.index]
+
+    ops: list[Op] = []
+    for i, (part, wires) in enumerate(zip(tagged, wiring)):
+        fn = part.main
+        inputs = [source(w) for w in wires]
+        if len(inputs) != len(fn.args) or any(t != ft for (_, t), (_, ft) in zip(inputs, fn.args)):
+            raise MalformedIR(f"stack composition: part {i} takes {[t for _, t in fn.args]}, "
+                              f"and is given {[t for _, t in inputs]}")
+        if i == block:
+            results = tuple(f"%layers.{k}" for k in range(len(fn.results)))
+            ops.append(Op(name="func.call", results=results, result_types=fn.results,
+                          operands=tuple(v for v, _ in inputs), operand_types=tuple(t for _, t in inputs),
+                          callee="block", trip_count=layers, origin=Origin(scope=f"layers (x{layers})")))
+            produced[i] = tuple(zip(results, fn.results))
+            continue
+        if not fn.ops or fn.ops[-1].short_name != "return":
+            raise MalformedIR(f"stack composition: part {i} does not end in a return")
+        mapping = {a: v for (a, _), (v, _) in zip(fn.args, inputs)}
+        body = [_rename(o, mapping) for o in fn.ops]
+        ops.extend(body[:-1])
+        produced[i] = tuple(zip(body[-1].operands, body[-1].operand_types))
+    results = [source(w) for w in outputs]
+    ops.append(Op(name="func.return", results=(), result_types=(), operands=tuple(v for v, _ in results),
+                  operand_types=tuple(t for _, t in results)))
+    main = Function("main", tuple(zip(arg_ids, args)), tuple(t for _, t in results), tuple(ops), tuple(arg_names))
+    blk = tagged[block]
+    others = tuple(f for part in tagged for f in part.functions if f.name != part.entry)
+    return Module((main, dataclasses.replace(blk.main, name="block"), *others), "main")
