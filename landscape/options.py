@@ -207,10 +207,11 @@ def model_option(ctx, param, value):
 def check_model(model_name: str) -> None:
     """A published model config's name, checked before anything is lowered; the valid choices are
     the model configs only, not the kernels."""
+    from reference.catalogue import PUBLISHED_MODELS
     from reference.errors import UnknownName
 
     if model_name not in model_names():
-        raise UnknownName("model config", model_name, [*model_names(), "a Hugging Face config.json's path"])
+        raise UnknownName("model config", model_name, [*PUBLISHED_MODELS, "a Hugging Face config.json's path"])
 
 
 def checked_shapes(name: str, shapes: tuple[str, ...], allow_beyond_context: bool = False) -> tuple[dict, str | None]:

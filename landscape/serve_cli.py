@@ -11,7 +11,7 @@ import click
 
 from landscape.options import (
     ALLOW_BEYOND_CONTEXT_HELP, BATCH, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
-    model_names, model_option, parse_target_list, print_json, verbose,
+    model_option, parse_target_list, print_json, verbose,
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
@@ -149,7 +149,9 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     check_model(model_name)
     tokens = sum(MAP_TOKENS)
     if get_model(model_name).max_positions < tokens:
-        fitting = [m for m in model_names() if get_model(m).max_positions >= tokens]
+        from reference.catalogue import PUBLISHED_MODELS
+
+        fitting = [m for m in PUBLISHED_MODELS if get_model(m).max_positions >= tokens]
         raise UnknownName(f"model for the map (it predicts {MAP_TOKENS[0]} + {MAP_TOKENS[1]} tokens; {model_name}'s context is "
                           f"{get_model(model_name).max_positions})", model_name, fitting)
     base = landscape_map()

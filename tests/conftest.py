@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import sys
 
 # Two host devices, so multi-chip code can be tested on a CPU (must precede importing jax).
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 
+import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
 # ci: bounded, so the whole suite fits its time budget on 2 cores; the examples come from the
@@ -52,3 +54,19 @@ def pytest_configure(config):
     # flax.nnx.LayerNorm computes its statistics via jnp.promote_types(bfloat16, float32),
     # which "strict" refuses, so strict mode would fail inside Flax, not in our code.
     jax.config.update("jax_numpy_rank_promotion", "raise")
+
+
+@pytest.fixture(autouse=True)
+def _registered_models_dropped():
+    """A model registered from a config.json's path (reference.catalogue.resolve_model) lives for
+    one test: a later test in the same worker sees models.toml's models only."""
+    yield
+    catalogue = sys.modules.get("reference.catalogue")
+    if catalogue is None:
+        return
+    from reference.models import load_models
+
+    for name in [n for n in catalogue.MODELS if n not in catalogue.PUBLISHED_MODELS]:
+        del catalogue.MODELS[name]
+        catalogue.CATALOGUE.pop(name, None)
+        load_models().pop(name, None)

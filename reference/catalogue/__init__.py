@@ -13,6 +13,9 @@ KERNELS: dict[str, Entry] = {
 }
 MODELS: dict[str, Entry] = {e.name: e for e in transformer.MODEL_ENTRIES}
 CATALOGUE: dict[str, Entry] = {**KERNELS, **MODELS}
+# models.toml's models; one registered later from a config.json's path (resolve_model) is named by
+# that path, valid in this process only, and never offered as a choice.
+PUBLISHED_MODELS: tuple[str, ...] = tuple(sorted(MODELS))
 
 
 def get_entry(name: str) -> Entry:
@@ -24,7 +27,7 @@ def get_entry(name: str) -> Entry:
     try:
         return CATALOGUE[name]
     except KeyError:
-        raise UnknownName("kernel or model", name, CATALOGUE) from None
+        raise UnknownName("kernel or model", name, [*KERNELS, *PUBLISHED_MODELS]) from None
 
 
 def resolve_model(name_or_path: str) -> str:
@@ -52,4 +55,4 @@ def resolve_model(name_or_path: str) -> str:
     return cfg.name
 
 
-__all__ = ["CATALOGUE", "KERNELS", "MODELS", "Entry", "get_entry", "resolve_model"]
+__all__ = ["CATALOGUE", "KERNELS", "MODELS", "PUBLISHED_MODELS", "Entry", "get_entry", "resolve_model"]

@@ -65,6 +65,18 @@ def test_folder_as_name_for_stats(folders, capfd):
     assert json.loads(capfd.readouterr().out)["flops"] > 0
 
 
+def test_unknown_model_offers_published_models_only(folders, capfd):
+    """A config.json registered earlier in the process is valid by its path, but the choices an
+    unknown model's error lists are models.toml's (and the path form), never a registered path."""
+    from reference.catalogue import PUBLISHED_MODELS, resolve_model
+
+    resolve_model(folders["gpt2"])
+    assert main(["predict", "--model", "llama-4", "--target", "h100"]) == 2
+    err = capfd.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and folders["gpt2"] not in err, err
+    assert f"valid: {', '.join(PUBLISHED_MODELS)}, a Hugging Face config.json's path" in err, err
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "matmul", "--weights", "{gpt2}"], "--weights takes a model's checkpoint; 'matmul' is a kernel"),
     (["run", "{qwen2}", "--weights", "{gpt2}"], "tensors the llama rules do not place: transformer."),
