@@ -1,5 +1,6 @@
-"""compare_lowerings: one program's two compilation paths (PyTorch, JAX) on several targets, or
-any two StableHLO programs (`sides` names them: two files, two compilers, two versions).
+"""compare_programs: one program's compilation paths (PyTorch, JAX, and PyTorch through torch-xla)
+on several targets; compare_lowerings: any two StableHLO programs (`sides` names them: two files,
+two compilers, two versions). With three paths, every pair is diffed and costed.
 
 For every target and side: the predicted time, its bottleneck, bytes per memory level, kernels,
 padding waste and host fallbacks, or why the target refused the program (too few chips; a type
@@ -107,27 +108,41 @@ class Comparison:
     name: str
     targets: tuple[str, ...]
     results: dict[tuple[str, str], SideResult]  # (target, side) -> result
-    diff: dict = field(default_factory=dict)
+    diff: dict = field(default_factory=dict)  # the first two sides' IR diff
     workload: dict = field(default_factory=dict)  # what was compared, as the caller describes it
     target_details: dict = field(default_factory=dict)  # target -> describe_target(target)
-    sides: tuple[str, str] = ("torch", "jax")  # the two programs' names, first and second
+    sides: tuple[str, ...] = ("torch", "jax")  # the programs' names, in order (two, or three paths)
+    more_diffs: dict = field(default_factory=dict)  # (a, b) -> IR diff, every pair of sides after the first pair
 
-    def difference_cost(self, target: str) -> dict[str, float]:
-        """second - first (jax - torch) time per kind of kernel on one target (empty if either side was refused)."""
-        first, second = (self.results[(target, s)] for s in self.sides)
-        if first.estimate is None or second.estimate is None:
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every pair of sides, the first pair first: (torch, jax), then (torch, torch-xla), (jax, torch-xla)."""
+        return [(a, b) for i, a in enumerate(self.sides) for b in self.sides[i + 1:]]
+
+    def pair_diff(self, first: str, second: str) -> dict:
+        return self.diff if (first, second) == tuple(self.sides[:2]) else self.more_diffs[(first, second)]
+
+    def difference_cost(self, target: str, first: str | None = None, second: str | None = None) -> dict[str, float]:
+        """second - first (jax - torch) time per kind of kernel on one target (empty if either side was
+        refused); the first two sides unless named."""
+        a_side, b_side = (first, second) if first is not None else self.sides[:2]
+        a_res, b_res = self.results[(target, a_side)], self.results[(target, b_side)]
+        if a_res.estimate is None or b_res.estimate is None:
             return {}
-        a, b = first.time_by_kind(), second.time_by_kind()
+        a, b = a_res.time_by_kind(), b_res.time_by_kind()
         return {kind: b[kind] - a[kind] for kind in KINDS if a[kind] or b[kind]}
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "name": self.name, "targets": list(self.targets), "workload": self.workload,
             "target_details": self.target_details, "sides": list(self.sides),
             "results": [self.results[(t, s)].summary() for t in self.targets for s in self.sides],
             "difference_cost_s": {t: self.difference_cost(t) for t in self.targets},
             "diff": self.diff,
         }
+        if self.more_diffs:  # three paths: the other pairs, each as the first pair is given
+            out["more_pairs"] = [{"sides": [a, b], "difference_cost_s": {t: self.difference_cost(t, a, b) for t in self.targets},
+                                  "diff": self.more_diffs[(a, b)]} for a, b in self.pairs()[1:]]
+        return out
 
 
 def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, strict_dtypes: bool = False) -> float | None:
@@ -142,18 +157,25 @@ def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, 
 def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
                       chips: int | None = None, progress=None, workload: dict | None = None,
                       strict_dtypes: bool = False, sides: tuple[str, str] = ("torch", "jax")) -> Comparison:
+    """Two lowerings: `compare_programs` with {sides[0]: torch_lowering, sides[1]: jax_lowering}."""
+    return compare_programs(dict(zip(sides, (torch_lowering, jax_lowering))), targets, name, chips, progress, workload, strict_dtypes)
+
+
+def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str], name: str = "",
+                     chips: int | None = None, progress=None, workload: dict | None = None,
+                     strict_dtypes: bool = False) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
-        torch_lowering, jax_lowering: from `pytorch_side.lower.lower_module` and
-            `jax_side.lower.lower_function` (or the catalogue's `lower_entry`).
+        lowerings: side name -> Lowering, in order, two or more: {"torch": ..., "jax": ...} from
+            `pytorch_side.lower.lower_module` and `jax_side.lower.lower_function` (or the
+            catalogue's `lower_entry`), and "torch-xla" from `torchxla_side`.
         targets: target names ("h100") or loaded targets (`hardware_models.target.get_target`).
         chips: force a chip count on every target.
         progress: called with a short label after each (target, side), for a progress bar.
         workload: what was compared (entry, dtype, shapes, phase, compilers), kept as given.
         strict_dtypes: refuse a type a target lacks (f64 on a TPU) instead of costing its
             emulation (`--strict-dtypes`).
-        sides: the names of the two programs, first and second (two files: their names).
 
     A target that refuses a side (too few chips; with strict_dtypes, a type it lacks) is recorded
     with its reason; nothing already computed is lost. A side whose upcasts were folded
@@ -163,9 +185,10 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
         UnknownName: a target name that no target file has (before anything is compiled).
     """
     targets = [get_target(t) if isinstance(t, str) else t for t in targets]
+    sides = tuple(lowerings)
     results = {}
     for target in targets:
-        for side, lowering in zip(sides, (torch_lowering, jax_lowering)):
+        for side, lowering in lowerings.items():
             try:
                 plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
                 est = estimate(lowering.module, target, name, plan)
@@ -175,6 +198,8 @@ def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets:
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))
             if progress:
                 progress(f"{target.name} {side}")
-    diff = diff_modules(torch_lowering.module, jax_lowering.module).to_dict()
+    pairs = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:]]
+    diffs = {(a, b): diff_modules(lowerings[a].module, lowerings[b].module, (a, b)).to_dict() for a, b in pairs}
     details = {t.name: describe_target(t) for t in targets}
-    return Comparison(name, tuple(t.name for t in targets), results, diff, dict(workload or {}), details, tuple(sides))
+    return Comparison(name, tuple(t.name for t in targets), results, diffs.pop(pairs[0]), dict(workload or {}), details,
+                      sides, more_diffs=diffs)

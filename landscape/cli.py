@@ -25,9 +25,10 @@ from landscape.serving import SIDES, lower_named, lowering_from_file
 __all__ = ["DTYPE", "DTypeParam", "cli", "load_target", "main"]
 
 
-def default_runners() -> dict:
-    """The two implementations, each a function from a Case to its outputs, imported only when
-    first called (after the name, shapes and dtype have been checked)."""
+def default_runners(sides: tuple[str, ...] = ("torch", "jax")) -> dict:
+    """The implementations, each a function from a Case to its outputs, imported only when
+    first called (after the name, shapes and dtype have been checked): PyTorch, JAX, and the
+    PyTorch module on torch-xla's CPU device (a subprocess in .venv-torchxla)."""
 
     def torch_run(case):
         import pytorch_side
@@ -39,7 +40,13 @@ def default_runners() -> dict:
 
         return jax_side.run_case(case)
 
-    return {"torch": torch_run, "jax": jax_run}
+    def torchxla_run(case):
+        from torchxla_side.run import run_case
+
+        return run_case(case)
+
+    runners = {"torch": torch_run, "jax": jax_run, "torch-xla": torchxla_run}
+    return {side: runners[side] for side in sides}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,9 +115,12 @@ def checkpoint_for(name: str, overrides: dict, path: str) -> dict:
                    "weights; with --shape layers=N, its first N blocks.")
 @click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True,
               help="Accept a model's seq beyond its context length; the output then says so.")
+@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B[,C]",
+              help="The implementations to run beside the reference: torch, jax, torch-xla (the PyTorch module on "
+                   "torch-xla's CPU device, after `make torch-xla`), or all.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path: str | None, allow_beyond_context: bool,
-        as_json: bool) -> None:
+        side_list: str, as_json: bool) -> None:
     """Run NAME on the reference, PyTorch and JAX with identical inputs and weights.
 
     NAME may be a Hugging Face config.json, or the folder holding one; --weights runs its
@@ -122,11 +132,13 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path:
     first (inputs, weights, outputs, the largest intermediate, on the float64 reference and both
     sides) and refused, with the estimate and the limit, when it exceeds the memory available.
     """
+    from landscape.serving import parse_sides
     from reference.agreement import check_agreement
 
+    sides = parse_sides(side_list, at_least=1)
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     weights = None if weights_path is None else checkpoint_for(name, overrides, weights_path)
-    result = check_agreement(name, overrides, dtype, seed, runners=default_runners(), weights=weights)
+    result = check_agreement(name, overrides, dtype, seed, runners=default_runners(sides), weights=weights)
     notes = [note] if note else []
     if weights is not None:
         notes.append(f"weights: the checkpoint {weights_path} ({len(weights)} tensors), not seeded ones")
@@ -162,7 +174,8 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
 @click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option("--stage", type=click.Choice(STAGE_NAMES), default="ir", show_default=True,
-              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (jax: XLA's optimized HLO, CPU backend).")
+              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (jax: XLA's optimized HLO, CPU backend); "
+                   "torch-xla has stablehlo and ir.")
 @shape_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump under DIR instead of printing it.")
 @click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
@@ -223,16 +236,22 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
 @cli.command()
 @click.argument("name", callback=model_option)
 @shape_options
+@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B",
+              help="The two paths to diff, of torch, jax and torch-xla (torch-xla: after `make torch-xla`).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def diff(name, shapes, dtype, flat, allow_beyond_context, as_json) -> None:
-    """Where the PyTorch and JAX lowerings of NAME differ: op histogram and divergent segments."""
+def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) -> None:
+    """Where two lowerings of NAME differ (PyTorch and JAX by default): op histogram and divergent segments."""
+    from landscape.serving import parse_sides
+    from reference.errors import MalformedInput
     from reference.ir.diff import diff_modules
 
+    sides = parse_sides(side_list)
+    if len(sides) != 2:
+        raise MalformedInput(f"diff compares two paths; --sides {side_list} names {len(sides)} (compare --sides takes more)")
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     note_on_stderr(note)
-    torch_side = lower_named(name, "torch", overrides, dtype, flat=flat)
-    jax_side = lower_named(name, "jax", overrides, dtype, flat=flat)
-    result = diff_modules(torch_side.module, jax_side.module)
+    first, second = (lower_named(name, side, overrides, dtype, flat=flat) for side in sides)
+    result = diff_modules(first.module, second.module, sides)
     if as_json:
         print_json(result.to_dict())
         return
@@ -242,7 +261,7 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, as_json) -> None:
 
     console = Console(width=140)
     table = Table(title=escape(f"{name} [{dtype}]: ops per path"))
-    for col in ("op", "torch", "jax"):
+    for col in ("op", *sides):
         table.add_column(col)
     for op, (a, b) in sorted(result.histogram.items()):
         style = "" if a == b else "bold"
@@ -252,7 +271,7 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, as_json) -> None:
         console.print(escape(f"segment {d.segment} (after {d.after}): {'; '.join(d.reasons)}"))
         for side in result.sides:
             ops = ", ".join(f"{k.split('.', 1)[-1]} x{v}" for k, v in d.ops[side].items() if v)
-            console.print(escape(f"    {side:5s} {ops or '-'}   from {', '.join(d.scopes[side]) or '-'}"))
+            console.print(escape(f"    {side:9s} {ops or '-'}   from {', '.join(d.scopes[side]) or '-'}"))
 
 
 @cli.command()
@@ -400,7 +419,7 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 @cli.command()
 @click.argument("name", required=False, callback=model_option)
 @click.option("--target", "target_name", default="h100", show_default=True, help="A target (see `landscape targets`).")
-@click.option("--side", type=click.Choice(SIDES), default="torch", show_default=True, help="Which framework's program to run.")
+@click.option("--side", type=click.Choice(SIDES[:2]), default="torch", show_default=True, help="Which framework's program to run.")
 @click.option("--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable.")
 @click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
               help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")

@@ -97,20 +97,27 @@ def bound_counts(row: dict) -> str:
     return "/".join(str(counts.get(b, 0)) for b in ("compute", "memory", "schedule"))
 
 
-PATH_LABELS = {"torch": "the PyTorch path", "jax": "the JAX path"}
+PATH_LABELS = {"torch": "the PyTorch path", "jax": "the JAX path", "torch-xla": "the torch-xla path"}
 
 
-def _labels(data: dict) -> tuple[str, str]:
-    """How the text names the two sides: "the PyTorch path", or a file's name."""
-    first, second = data.get("sides", ("torch", "jax"))
-    return PATH_LABELS.get(first, first), PATH_LABELS.get(second, second)
+def path_label(side: str) -> str:
+    """How the text names a side: "the PyTorch path", or a file's name."""
+    return PATH_LABELS.get(side, side)
+
+
+def pair_sections(data: dict) -> list[tuple[str, str, dict, dict]]:
+    """(first, second, difference_cost_s, diff) for every pair of sides a comparison holds: the
+    first pair (torch, jax), then, with three paths, the others."""
+    first, second = data.get("sides", ("torch", "jax"))[:2]
+    return [(first, second, data["difference_cost_s"], data["diff"]),
+            *((p["sides"][0], p["sides"][1], p["difference_cost_s"], p["diff"]) for p in data.get("more_pairs", []))]
 
 
 def _workload_lines(data: dict) -> list[str]:
     w = data.get("workload") or {}
     if not w:
-        first, second = _labels(data)
-        return [f"{data['name']}: {first} and {second}"]
+        labels = [path_label(s) for s in data.get("sides", ("torch", "jax"))]
+        return [f"{data['name']}: {', '.join(labels[:-1])} and {labels[-1]}"]
     what = w["label"] if w["label"] == w["entry"] else f"{w['label']} (catalogue entry {w['entry']})"
     shapes = " ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
     return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
@@ -169,21 +176,22 @@ def render_comparison(results) -> None:
                           bound_counts(row), str(row["fused_groups"]), str(row["chips"]), format_percent(row["padding_waste"]),
                           f"{format_bytes(row['main_memory_bytes'])} {level}".strip(), escape(", ".join(row["fallbacks"]) or "-"))
         console.print(table)
-        first, second = _labels(data)
-        console.print(escape(f"What {second} costs against {first}, by kind of kernel (+ is slower):"))
-        for target in result.targets:
-            cost = result.difference_cost(target)
-            console.print(escape(f"  {target}: {kind_deltas(cost)}"))
+        pairs = pair_sections(data)
+        for first, second, costs, _ in pairs:
+            console.print(escape(f"What {path_label(second)} costs against {path_label(first)}, by kind of kernel (+ is slower):"))
+            for target in result.targets:
+                console.print(escape(f"  {target}: {kind_deltas(costs[target])}"))
         for line in artifact_lines(data):
             console.print(escape(line))
-        hist = {op: v for op, v in data["diff"]["histogram"].items() if v[0] != v[1]}
-        if hist:
-            console.print(escape(f"Ops whose counts differ ({'/'.join(data.get('sides', ('torch', 'jax')))}): ") + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
-        divergences = data["diff"]["divergences"]
-        for d in divergences[:SEGMENTS_SHOWN]:
-            console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
-        if len(divergences) > SEGMENTS_SHOWN:
-            console.print(f"  … and {plural(len(divergences) - SEGMENTS_SHOWN, 'more segment')} (`landscape diff` or the report lists them all)")
+        for first, second, _, diff in pairs:
+            hist = {op: v for op, v in diff["histogram"].items() if v[0] != v[1]}
+            if hist:
+                console.print(escape(f"Ops whose counts differ ({first}/{second}): ") + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
+            divergences = diff["divergences"]
+            for d in divergences[:SEGMENTS_SHOWN]:
+                console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
+            if len(divergences) > SEGMENTS_SHOWN:
+                console.print(f"  … and {plural(len(divergences) - SEGMENTS_SHOWN, 'more segment')} (`landscape diff` or the report lists them all)")
 
 
 def render_agreement(result) -> None:

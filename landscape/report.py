@@ -24,7 +24,10 @@ from hardware_models.compare import Comparison
 from hardware_models.cost.roofline import chip_shares, schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
 from landscape.outputs import dump_json
-from landscape.render import bound_counts, kind_deltas, xla_text
+from landscape.render import bound_counts, kind_deltas, pair_sections, path_label, xla_text
+
+# How the page names a path in a sentence ("The PyTorch path: ...").
+PATH_NAMES = {"torch": "PyTorch", "jax": "JAX", "torch-xla": "torch-xla"}
 from landscape.roofline_plot import plot_roofline
 from reference.units import format_bytes, format_percent, format_seconds
 
@@ -89,6 +92,11 @@ def write_report(comparisons: list[tuple[Comparison, dict]], targets: list, out_
     return written
 
 
+def _and(names: list[str]) -> str:
+    """"PyTorch and JAX"; "PyTorch, JAX and torch-xla"."""
+    return " and ".join(names) if len(names) <= 2 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _link(files: set[str], path: str, text: str) -> str:
     return f"<a href='{html.escape(path)}'>{html.escape(text)}</a>" if path in files else ""
 
@@ -103,7 +111,7 @@ def _opening(comparisons: list[Comparison], files: set[str]) -> str:
         phases = "; ".join(e(c.workload["phase_text"]) for c in comparisons)
         what = (f"<b>{e(w['label'])}</b> (the catalogue's <code>{e(w['entry'])}</code> at {e(shapes)}), "
                 f"in <b>{e(w['dtype'])}</b>: {phases}.")
-        paths = " ".join(f"The {'PyTorch' if s == 'torch' else 'JAX'} path: {e(p)}." for s, p in w["compilers"].items())
+        paths = " ".join(f"The {PATH_NAMES.get(s, s)} path: {e(p)}." for s, p in w["compilers"].items())
     else:
         what, paths = f"<b>{e(first['name'])}</b>.", ""
     targets = "".join(
@@ -117,7 +125,8 @@ def _opening(comparisons: list[Comparison], files: set[str]) -> str:
         hlo = " · ".join(filter(None, (_link(files, f"{prefix}hlo/{f}", f) for f in sorted(
             p.split("/")[-1] for p in files if p.startswith(f"{prefix}hlo/")))))
         links.append(f"<li>{e(ph or 'files')}: HLO dumps {hlo}; plans, rooflines and traces per row of the table below</li>")
-    return f"""<p class="lede">What was compared: {what} Both paths lower the same module to StableHLO, which is imported
+    every = "Both paths" if len(first.get("sides", ())) <= 2 else f"All {len(first['sides'])} paths"
+    return f"""<p class="lede">What was compared: {what} {every} lower the same module to StableHLO, which is imported
 into one IR; each target's compiler passes map that IR onto the chip (fusion, tiling and padding, placement) and its
 cost model predicts the time. {paths}</p>
 <p>Targets, one per family:</p><ul id="targets">{targets}</ul>
@@ -149,13 +158,18 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
             f"<td>{r['chips']}</td><td>{format_percent(r['padding_waste'])}</td>"
             f"<td>{format_bytes(r['main_memory_bytes'])} {e(r.get('main_memory_level', '').upper())}</td>"
             f"<td>{e(', '.join(r['fallbacks']) or '-')}</td><td>{links}</td></tr>")
-    deltas = "".join(
-        f"<tr><td>{e(t)}</td><td>{e(kind_deltas(d))}</td></tr>"
-        for t, d in data["difference_cost_s"].items())
-    hist = "".join(f"<tr><td>{e(op)}</td><td>{a}</td><td>{b}</td></tr>"
-                   for op, (a, b) in sorted(data["diff"]["histogram"].items()) if a != b)
-    segments = "".join(f"<li>segment {d['segment']} after <code>{e(d['after'])}</code>: {e('; '.join(d['reasons']))}</li>"
-                       for d in data["diff"]["divergences"])
+    pairs = []
+    for a, b, costs, diff in pair_sections(data):
+        deltas = "".join(f"<tr><td>{e(t)}</td><td>{e(kind_deltas(d))}</td></tr>" for t, d in costs.items())
+        hist = "".join(f"<tr><td>{e(op)}</td><td>{x}</td><td>{y}</td></tr>"
+                       for op, (x, y) in sorted(diff["histogram"].items()) if x != y)
+        segments = "".join(f"<li>segment {d['segment']} after <code>{e(d['after'])}</code>: {e('; '.join(d['reasons']))}</li>"
+                           for d in diff["divergences"])
+        pairs.append(f"""<h3>What {e(path_label(b))} costs against {e(path_label(a))}, by kind of kernel</h3>
+<table><tr><th>target</th><th>{e(b)} − {e(a)}</th></tr>{deltas}</table>
+<h3>Where the IRs of {e(a)} and {e(b)} differ</h3>
+<table><tr><th>op</th><th>{e(a)}</th><th>{e(b)}</th></tr>{hist}</table>
+<ul>{segments}</ul>""")
     order = {t: i for i, t in enumerate(data.get("targets", []))}  # the table's order, not the alphabet's
     figures = "".join(
         f"<figure><figcaption>{e(t)} ({e(details.get(t, {}).get('kind', ''))}) · {e(s)}</figcaption>{svg[svg.find('<svg'):]}</figure>"
@@ -163,18 +177,14 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
     w = data.get("workload") or {}
     text = w.get("phase_text", "")
     heading = e(text[:1].upper() + text[1:]) if ph else "Results"
-    return f"""<section class="phase" data-phase="{e(ph)}">
+    return f"""<section class="phase" data-phase="{e(ph)}" data-sides="{e(','.join(data.get('sides', ('torch', 'jax'))))}">
 <h2>{heading}</h2>
 {''.join(f"<p class='note'>Note: {e(n)}</p>" for n in w.get("notes", []))}
 <p class="summary"></p>
 <h3>Per target and side</h3>
 <table class="results"><tr><th>target</th><th>side</th><th>time</th><th>bound</th><th>kernels</th><th>compute/ memory/ schedule-bound</th><th>fused</th><th>chips</th><th>padding</th><th>main memory</th><th>fallbacks</th><th>files</th></tr>
 {''.join(rows)}</table>
-<h3>What the JAX path costs against the PyTorch path, by kind of kernel</h3>
-<table><tr><th>target</th><th>jax − torch</th></tr>{deltas}</table>
-<h3>Where the two IRs differ</h3>
-<table><tr><th>op</th><th>torch</th><th>jax</th></tr>{hist}</table>
-<ul>{segments}</ul>
+{''.join(pairs)}
 <h3>Rooflines</h3>
 {figures}
 </section>"""
@@ -204,7 +214,7 @@ figure {{ display: inline-block; width: 560px; margin: 8px; }}
 figure svg {{ width: 100%; height: auto; }}
 </style></head>
 <body>
-<h1>{e(label[:1].upper() + label[1:])}: the PyTorch and JAX paths on {len(first["targets"])} targets</h1>
+<h1>{e(label[:1].upper() + label[1:])}: the {e(_and([PATH_NAMES.get(x, x) for x in first.get("sides", ("torch", "jax"))]))} paths on {len(first["targets"])} targets</h1>
 {_opening(comparisons, set(files))}
 {sections}
 <script>
@@ -213,18 +223,23 @@ figure svg {{ width: 100%; height: auto; }}
     const rows = Array.from(section.querySelectorAll("table.results tr[data-target]"));
     const byTarget = {{}};
     rows.forEach(r => (byTarget[r.dataset.target] = byTarget[r.dataset.target] || []).push(r));
-    let jaxFaster = 0, ties = 0;
-    Object.values(byTarget).forEach(pair => {{
-      if (pair.length !== 2) return;
-      const [a, b] = pair.map(r => Number(r.dataset.time));
-      if (!(a > 0 && b > 0)) return;
-      if (Math.abs(a - b) <= 1e-9 * Math.max(a, b)) {{ ties += 1; return; }}  // a tie is painted for neither
-      const fast = a < b ? pair[0] : pair[1];
-      fast.classList.add("faster");
-      if (fast.dataset.side === "jax") jaxFaster += 1;
+    const sides = section.dataset.sides.split(",");
+    const fastest = {{}};
+    let ties = 0;
+    Object.values(byTarget).forEach(group => {{
+      if (group.length !== sides.length) return;  // a side was refused on this target
+      const times = group.map(r => Number(r.dataset.time));
+      if (!times.every(t => t > 0)) return;
+      const best = Math.min(...times);
+      const winners = group.filter((r, i) => times[i] - best <= 1e-9 * best);
+      if (winners.length > 1) {{ ties += 1; return; }}  // a tie is painted for none
+      winners[0].classList.add("faster");
+      fastest[winners[0].dataset.side] = (fastest[winners[0].dataset.side] || 0) + 1;
     }});
-    section.querySelector(".summary").textContent =
-      Object.keys(byTarget).length + " targets costed; the JAX path is faster on " + jaxFaster + " (in green)" +
+    const costed = Object.keys(byTarget).length + " targets costed; ";
+    section.querySelector(".summary").textContent = (sides.length === 2
+      ? costed + "the JAX path is faster on " + (fastest["jax"] || 0) + " (in green)"
+      : costed + "the fastest path (in green): " + sides.map(s => s + " on " + (fastest[s] || 0)).join(", ")) +
       (ties ? "; " + ties + " tied" : "") + ".";
   }});
   document.body.dataset.ready = "1";

@@ -221,11 +221,14 @@ def _default_targets() -> str:
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--from-file", "from_files", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="A.mlir B.mlir",
               help="Compare the two StableHLO programs these files hold (two compilers, two versions, two exports) instead of NAME's two paths.")
+@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B[,C]",
+              help="The compilation paths to compare: torch, jax, torch-xla (PyTorch through torch-xla, after "
+                   "`make torch-xla`), or all (every path this machine has).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
 @click.pass_context
 def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, from_files,
-            as_json) -> None:
-    """Compare NAME's PyTorch and JAX paths on one target per family (or --targets).
+            side_list, as_json) -> None:
+    """Compare NAME's PyTorch and JAX paths (or --sides, torch-xla's too) on one target per family (or --targets).
 
     With --from-file A.mlir B.mlir: any two StableHLO programs, each side named by its file.
 
@@ -249,12 +252,16 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
             raise MalformedInput(f"--from-file takes two StableHLO files, A.mlir B.mlir; got {' '.join(from_files)}")
 
         given = [flag for flag, on in (("NAME", name is not None), ("--shape", bool(shapes)), ("--phase", phase is not None),
+                                       ("--sides", ctx.get_parameter_source("side_list") is ParameterSource.COMMANDLINE),
                                        ("--dtype", ctx.get_parameter_source("dtype") is ParameterSource.COMMANDLINE),
                                        ("--allow-beyond-context", allow_beyond_context), ("--out", out_dir is not None)) if on]
         if given:
             raise MalformedInput(f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
                                  "valid with it: --targets, --chips, --strict-dtypes, --json")
         return _compare_files(from_files, targets, chips, strict_dtypes, as_json)
+    from landscape.serving import parse_sides
+
+    sides = parse_sides(side_list)
     workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase,  # so do bad names, shapes and lengths
                                allow_beyond_context=allow_beyond_context)
     from rich.console import Console
@@ -264,11 +271,11 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
     done = []
     with OutputDir(out_dir, force) if out_dir is not None else contextlib.nullcontext() as out:  # checked and locked first
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task("lowering", total=len(workloads) * (2 + 2 * len(targets)))
+            task = bar.add_task("lowering", total=len(workloads) * len(sides) * (1 + len(targets)))
             for workload in workloads:
                 done.append(compare_workload(workload, targets, chips, compile_xla=out is not None,
                                              progress=lambda label: bar.update(task, advance=1, description=label),
-                                             strict_dtypes=strict_dtypes))
+                                             strict_dtypes=strict_dtypes, sides=sides))
         if out is not None:
             from landscape.report import write_report
 

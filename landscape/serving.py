@@ -7,7 +7,38 @@ from __future__ import annotations
 
 from reference.dtypes import FLOAT_DTYPES, get_dtype
 
-SIDES = ("torch", "jax")
+SIDES = ("torch", "jax", "torch-xla")  # torch-xla: the third path, where .venv-torchxla is built (make torch-xla)
+
+
+def available_sides() -> tuple[str, ...]:
+    """The paths this machine can lower: torch and jax, and torch-xla where its venv is built."""
+    from torchxla_side import available
+
+    return SIDES if available() else SIDES[:2]
+
+
+def parse_sides(text: str, at_least: int = 2) -> tuple[str, ...]:
+    """A comma-separated list of paths ("torch,jax", "all": every available one), each once.
+
+    Raises:
+        UnknownName: a path that is not one of SIDES.
+        MalformedInput: fewer than `at_least` paths, or one named twice.
+        PathUnavailable: torch-xla named where its venv is not built.
+    """
+    from reference.errors import MalformedInput, PathUnavailable, UnknownName
+    from torchxla_side import available, unavailable_reason
+
+    if text.strip() == "all":
+        return available_sides()
+    sides = tuple(s.strip() for s in text.split(",") if s.strip())
+    for side in sides:
+        if side not in SIDES:
+            raise UnknownName("side", side, (*SIDES, "all"))
+    if len(set(sides)) != len(sides) or len(sides) < at_least:
+        raise MalformedInput(f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}")
+    if "torch-xla" in sides and not available():
+        raise PathUnavailable(unavailable_reason())
+    return sides
 # predict's --precision, as canonical names of reference.dtypes (shown by their short names: bf16,
 # fp16, fp8, int8). A float type is what the model is lowered in; an 8-bit one means W8A8 on a
 # bfloat16 model: weights, KV cache and matmul inputs in 8 bits, everything else in bfloat16.
@@ -35,6 +66,7 @@ def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: boo
     Raises:
         UnknownName, InvalidShape: bad name or shapes.
         LoweringFailed: the framework's compiler failed.
+        PathUnavailable: torch-xla asked for where its venv is not built.
     """
     from reference.catalogue import get_entry
 
@@ -44,6 +76,10 @@ def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: boo
     regional = entry.kind == "model" and not flat and not compile_xla
     if side == "torch":
         from pytorch_side.lower import lower_entry, lower_regional
+
+        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
+    if side == "torch-xla":
+        from torchxla_side import lower_entry, lower_regional
 
         return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
     from jax_side.lower import lower_entry, lower_regional

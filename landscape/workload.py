@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 DEFAULT_MODEL = "llama-3.1-8b"  # its layer is the default workload
 DEFAULT_TOKENS = 2048  # prefill length, and the decode step's KV-cache length
 PHASES = ("prefill", "decode")
-# How each side's program reaches StableHLO (pytorch_side/lower.py, jax_side/lower.py).
-COMPILERS = {"torch": "torch.export → torch-mlir → StableHLO", "jax": "jax.jit → StableHLO"}
+# How each side's program reaches StableHLO (pytorch_side/lower.py, jax_side/lower.py, torchxla_side/).
+COMPILERS = {"torch": "torch.export → torch-mlir → StableHLO", "jax": "jax.jit → StableHLO",
+             "torch-xla": "torch.export → torch-xla (XLA's CPU device) → StableHLO"}
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,9 @@ class Workload:
         what = self.label if self.label == self.entry else f"{self.label} ({self.entry})"
         return f"{what}, {self.dtype}, {self.phase_text()}; {self.shape_text()}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self, sides: tuple[str, ...] = ("torch", "jax")) -> dict:
         return {"entry": self.entry, "label": self.label, "dtype": self.dtype, "shapes": dict(self.shapes),
-                "phase": self.phase, "phase_text": self.phase_text(), "compilers": dict(COMPILERS),
+                "phase": self.phase, "phase_text": self.phase_text(), "compilers": {s: COMPILERS[s] for s in sides},
                 "notes": list(self.notes)}
 
 
@@ -121,22 +122,23 @@ def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | N
 
 
 def compare_workload(workload: Workload, targets: list, chips: int | None = None, compile_xla: bool = False,
-                     progress=None, strict_dtypes: bool = False):
-    """Lower the workload on both sides and compare the two programs on every target
-    (`strict_dtypes`: refuse a type a target lacks instead of costing its emulation).
+                     progress=None, strict_dtypes: bool = False, sides: tuple[str, ...] = ("torch", "jax")):
+    """Lower the workload on each side (torch and jax, or with torch-xla too) and compare the
+    programs on every target (`strict_dtypes`: refuse a type a target lacks instead of costing
+    its emulation).
 
     Returns:
         (hardware_models.compare.Comparison, {side: Lowering}).
     """
-    from hardware_models.compare import compare_lowerings
-    from landscape.serving import SIDES, lower_named
+    from hardware_models.compare import compare_programs
+    from landscape.serving import lower_named
 
     lowered = {}
-    for side in SIDES:
+    for side in sides:
         lowered[side] = lower_named(workload.entry, side, workload.shapes, workload.dtype,
                                     compile_xla=compile_xla and side == "jax")
         if progress:
             progress(f"lowered {side}")
-    result = compare_lowerings(lowered["torch"], lowered["jax"], targets, workload.entry, chips,
-                               progress=progress, workload=workload.to_dict(), strict_dtypes=strict_dtypes)
+    result = compare_programs(lowered, targets, workload.entry, chips, progress=progress,
+                              workload=workload.to_dict(sides), strict_dtypes=strict_dtypes)
     return result, lowered

@@ -134,6 +134,10 @@ class LoweringFailed(LandscapeError):
     """A framework's compiler could not lower the program."""
 
 
+class PathUnavailable(LandscapeError):
+    """A compilation path whose tools are not installed here (torch-xla's venv: `make torch-xla`)."""
+
+
 class BadTargetFile(LandscapeError):
     """A target data file with a missing, unknown, ill-typed or non-positive field."""
 

@@ -6,6 +6,11 @@ FLOPs (the rules of XLA's HloCostAnalysis, so the two can be compared exactly):
   elementwise   one per result element (add, multiply, compare, select, convert, ...)
   transcendental  counted apart, one per element (exp, log, tanh, sqrt, rsqrt, power, erf, logistic)
   reduce        (input elements - output elements) * FLOPs of one application of the body
+  batch_norm_training   7 per input element (sum for the mean, subtract it, square, sum for the
+                variance, multiply by rsqrt, by scale, add offset) + 3 per feature (two divides by
+                the count, + epsilon), and one rsqrt per feature as a transcendental
+  batch_norm_inference  4 per element (subtract mean, multiply by rsqrt, by scale, add offset)
+                + 1 per feature (+ epsilon), and one rsqrt per feature
   data movement 0 (constant, broadcast, reshape, transpose, slice, concatenate, gather, ...)
   call          the callee's cost;   while: (condition + body) * trip count
 Bytes at op boundaries, as if nothing were fused (an upper bound that target compilers lower by
@@ -34,7 +39,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from reference.ir.from_stablehlo import ELEMENTWISE, TRANSCENDENTAL, category
+from reference.ir.from_stablehlo import BATCH_NORMS, ELEMENTWISE, TRANSCENDENTAL, category
 from reference.ir.graph import Function, Module, Op
 
 # Rule 4: (FLOPs, transcendentals) per element of XLA's expansion of a CHLO op, by element
@@ -156,6 +161,16 @@ def contraction_flops(op: Op) -> int:
     return 2 * out * window * kernel[dims.kernel_input_feature]
 
 
+def batch_norm_cost(op: Op) -> Cost:
+    """FLOPs and rsqrts of batch_norm_training or batch_norm_inference (the rules above): n input
+    elements, f features (the extent of feature_index)."""
+    n = op.operand_types[0].elements
+    f = op.operand_types[0].shape[op.attr("feature_index", 0)] if op.operand_types[0].shape else 1
+    if op.short_name == "batch_norm_training":
+        return Cost(flops=7 * n + 3 * f, transcendentals=f)
+    return Cost(flops=4 * n + f, transcendentals=f)
+
+
 def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     """The cost of one op, including what it calls and loops over."""
     short = op.short_name
@@ -186,6 +201,8 @@ def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     expansion = XLA_CHLO_EXPANSION.get((short, op.result_types[0].dtype)) if policy == "xla" else None
     if expansion is not None and op.name.startswith("chlo."):
         return moved + Cost(flops=expansion[0] * out, transcendentals=expansion[1] * out)
+    if short in BATCH_NORMS:
+        return moved + batch_norm_cost(op)
     if short in TRANSCENDENTAL:
         return moved + Cost(transcendentals=out)
     if short in ELEMENTWISE:

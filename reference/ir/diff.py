@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from reference.ir.from_stablehlo import category
+from reference.ir.from_stablehlo import category, is_composite
 from reference.ir.graph import Module, Op
 
 
@@ -76,8 +76,8 @@ def _reasons(a: list[Op], b: list[Op]) -> tuple[str, ...]:
         reasons.append("transposes (weight or layout) on one path only")
     if count(a, _is_materialized_splat) != count(b, _is_materialized_splat):
         reasons.append("constants materialized at full shape instead of broadcast from a scalar")
-    chlo_a = {o.short_name for o in a if o.name.startswith("chlo.")}
-    chlo_b = {o.short_name for o in b if o.name.startswith("chlo.")}
+    chlo_a = {o.short_name for o in a if is_composite(o)}
+    chlo_b = {o.short_name for o in b if is_composite(o)}
     if chlo_a != chlo_b:
         reasons.append(f"composite op kept whole on one path ({', '.join(sorted(chlo_a ^ chlo_b))}), decomposed on the other")
     if count(a, lambda o: o.short_name == "reduce") != count(b, lambda o: o.short_name == "reduce"):
