@@ -53,13 +53,14 @@ demo: setup
 	$(BIN)/landscape compare --out out
 	@echo "report: out/report.html (open it from disk); HLO dumps, plans, rooflines, traces and report.json are under out/"
 
-# Every test. The hypothesis `ci` profile (tests/conftest.py) bounds the property tests; their
+# Every test (tests/sides/test_torchxla.py where .venv-torchxla is built: `make torch-xla`; .ci/run
+# builds it). The hypothesis `ci` profile (tests/conftest.py) bounds the property tests; their
 # examples come from HYPOTHESIS_SEED, printed: by default the commit's hash as a number, so each
 # commit draws new examples and a run of the same commit replays them; `make test HYPOTHESIS_SEED=N`.
 HYPOTHESIS_SEED ?= $(shell printf '%d' 0x$$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0))
 test: setup scalesim
 	@echo "hypothesis seed $(HYPOTHESIS_SEED) (replay: make test HYPOTHESIS_SEED=$(HYPOTHESIS_SEED))"
-	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -p no:cacheprovider --hypothesis-seed=$(HYPOTHESIS_SEED)
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -p no:cacheprovider --hypothesis-seed=$(HYPOTHESIS_SEED)
 
 # The six lab notebooks (and the agreement notebook), each run top to bottom in a real kernel; they
 # are part of `make test` too.

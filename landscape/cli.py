@@ -242,12 +242,9 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
 def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) -> None:
     """Where two lowerings of NAME differ (PyTorch and JAX by default): op histogram and divergent segments."""
     from landscape.serving import parse_sides
-    from reference.errors import MalformedInput
     from reference.ir.diff import diff_modules
 
-    sides = parse_sides(side_list)
-    if len(sides) != 2:
-        raise MalformedInput(f"diff compares two paths; --sides {side_list} names {len(sides)} (compare --sides takes more)")
+    sides = parse_sides(side_list, at_most=2, command="diff")
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     note_on_stderr(note)
     first, second = (lower_named(name, side, overrides, dtype, flat=flat) for side in sides)

@@ -17,12 +17,12 @@ def available_sides() -> tuple[str, ...]:
     return SIDES if available() else SIDES[:2]
 
 
-def parse_sides(text: str, at_least: int = 2) -> tuple[str, ...]:
+def parse_sides(text: str, at_least: int = 2, at_most: int | None = None, command: str = "") -> tuple[str, ...]:
     """A comma-separated list of paths ("torch,jax", "all": every available one), each once.
 
     Raises:
         UnknownName: a path that is not one of SIDES.
-        MalformedInput: fewer than `at_least` paths, or one named twice.
+        MalformedInput: fewer than `at_least` paths, more than `at_most`, or one named twice.
         PathUnavailable: torch-xla named where its venv is not built.
     """
     from reference.errors import MalformedInput, PathUnavailable, UnknownName
@@ -36,6 +36,8 @@ def parse_sides(text: str, at_least: int = 2) -> tuple[str, ...]:
             raise UnknownName("side", side, (*SIDES, "all"))
     if len(set(sides)) != len(sides) or len(sides) < at_least:
         raise MalformedInput(f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}")
+    if at_most is not None and len(sides) > at_most:
+        raise MalformedInput(f"{command} compares {at_most} paths; --sides {text} names {len(sides)} (compare --sides takes more)")
     if "torch-xla" in sides and not available():
         raise PathUnavailable(unavailable_reason())
     return sides

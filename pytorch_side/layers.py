@@ -30,7 +30,7 @@ class Rotary(nn.Module):
 
     def forward(self, x_bnth: torch.Tensor, offset: int = 0) -> torch.Tensor:
         t = x_bnth.shape[-2]
-        positions = torch.arange(offset, offset + t, dtype=torch.float32)
+        positions = torch.arange(offset, offset + t, dtype=torch.float32, device=x_bnth.device)  # on the input's device (torch-xla's too)
         angles_th = torch.outer(positions, self.inv_freq)
         angles_th = torch.cat((angles_th, angles_th), dim=-1)
         cos, sin = angles_th.cos().to(x_bnth.dtype), angles_th.sin().to(x_bnth.dtype)
@@ -161,7 +161,7 @@ def embed_tokens(embed: nn.Embedding, pos_embed: nn.Embedding | None, ids_bt, pa
     """Token embedding, plus learned positions past..past+T-1 when the model has them (GPT-2)."""
     x = embed(ids_bt)
     if pos_embed is not None:
-        x = x + pos_embed(torch.arange(past, past + ids_bt.shape[1]))
+        x = x + pos_embed(torch.arange(past, past + ids_bt.shape[1], device=ids_bt.device))
     return x
 
 

@@ -70,7 +70,7 @@ def test_run_prints_a_table_and_is_repeatable(capsys):
 
 def test_a_failed_check_exits_1(monkeypatch, capsys):
     wrong = lambda case: tuple(o + 1.0 for o in case.reference())
-    monkeypatch.setattr(cli, "default_runners", lambda: {"torch": wrong, "jax": wrong})
+    monkeypatch.setattr(cli, "default_runners", lambda sides=("torch", "jax"): {"torch": wrong, "jax": wrong})
     assert cli.main(["run", "relu", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["ok"] is False
 

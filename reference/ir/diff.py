@@ -5,7 +5,8 @@ test), so contractions anchor the comparison: each side's entry function is cut 
 segments at its contractions, segment k of one side is compared with segment k of the
 other, and every segment whose op histogram differs is reported with both sides'
 provenance and a reason: transposes, materialized constant broadcasts, a composite op kept
-whole on one side and decomposed on the other, or different reductions.
+whole on one side and decomposed on the other, different reductions, f64 intermediates, or
+type conversions (upcasts) on one side only.
 """
 
 from __future__ import annotations
@@ -82,6 +83,11 @@ def _reasons(a: list[Op], b: list[Op]) -> tuple[str, ...]:
         reasons.append(f"composite op kept whole on one path ({', '.join(sorted(chlo_a ^ chlo_b))}), decomposed on the other")
     if count(a, lambda o: o.short_name == "reduce") != count(b, lambda o: o.short_name == "reduce"):
         reasons.append("different reductions (a decomposed softmax or norm)")
+    f64 = lambda ops: any(t.dtype == "f64" for o in ops for t in o.result_types)  # noqa: E731
+    if f64(a) != f64(b):
+        reasons.append("f64 intermediates on one path only")
+    if count(a, lambda o: o.short_name == "convert") != count(b, lambda o: o.short_name == "convert"):
+        reasons.append("type conversions (upcasts and downcasts) on one path only")
     if not reasons:
         reasons.append("different elementwise decomposition")
     return tuple(reasons)

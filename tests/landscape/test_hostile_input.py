@@ -72,6 +72,13 @@ BAD_INPUTS = {
     "--force without --out": (["compare", "mlp", "--force"], "--force applies only with --out"),
     "zero --chips": (["predict", "--model", "tiny", "--target", "h100", "--chips", "0"], "0 is below 1; choose an integer >= 1"),
     "zero --batch": (["predict", "--model", "tiny", "--target", "h100", "--batch", "0"], "0 is below 1; choose an integer >= 1, or max"),
+    # --sides, the three compilation paths
+    "one path to compare": (["compare", "mlp", "--sides", "torch"], "--sides takes 2 or more different paths"),
+    "a path twice": (["compare", "mlp", "--sides", "jax,jax"], "--sides takes 2 or more different paths"),
+    "an unknown path": (["diff", "mlp", "--sides", "torch,pallas"], "valid: torch, jax, torch-xla, all"),
+    "three paths to diff": (["diff", "mlp", "--sides", "torch,jax,torch-xla"], "diff compares 2 paths"),
+    "an empty --sides to run": (["run", "mlp", "--sides", ","], "--sides takes 1 or more different paths"),
+    "--sides with --from-file": (["compare", "--from-file", "a.mlir", "b.mlir", "--sides", "torch,jax"], "--sides does not apply"),
 }
 
 
@@ -162,7 +169,7 @@ def test_the_json_printer_names_a_non_finite_field():
 def test_a_run_whose_side_returns_nan_prints_valid_json_and_fails(monkeypatch, capsys):
     """Errors against a NaN output are null in JSON (json.loads would take NaN; strict parsers do not)."""
     nan = lambda case: tuple(o * float("nan") for o in case.reference())  # noqa: E731
-    monkeypatch.setattr(cli, "default_runners", lambda: {"torch": nan, "jax": nan})
+    monkeypatch.setattr(cli, "default_runners", lambda sides=("torch", "jax"): {"torch": nan, "jax": nan})
     assert cli.main(["run", "relu", "--json"]) == 1
     out = capsys.readouterr().out
     data = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} in the JSON"))

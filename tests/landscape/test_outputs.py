@@ -183,7 +183,7 @@ _SLOW_RUN = textwrap.dedent("""
     def slow(case):
         print("ready", file=sys.stderr, flush=True)
         time.sleep(30)
-    cli.default_runners = lambda: {"torch": slow, "jax": slow}
+    cli.default_runners = lambda sides=("torch", "jax"): {"torch": slow, "jax": slow}
     sys.exit(cli.main(["run", "relu"]))
 """)
 

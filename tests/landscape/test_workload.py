@@ -29,7 +29,8 @@ def test_the_record_states_dtype_shapes_phase_and_both_compilers():
     (w,) = plan_workloads(None, {"seq": "512"}, "float16", "prefill")
     data = w.to_dict()
     assert data["dtype"] == "float16" and data["shapes"]["seq"] == 512 and data["phase"] == "prefill"
-    assert data["compilers"] == COMPILERS
+    assert data["compilers"] == {side: COMPILERS[side] for side in ("torch", "jax")}  # the two compared by default
+    assert w.to_dict(("torch", "jax", "torch-xla"))["compilers"] == COMPILERS
     assert COMPILERS["torch"] == "torch.export → torch-mlir → StableHLO" and COMPILERS["jax"] == "jax.jit → StableHLO"
 
 

@@ -1,0 +1,202 @@
+"""The third path: the catalogue's PyTorch modules through torch-xla (torchxla_side, a driver in
+.venv-torchxla on XLA's CPU device).
+
+What is proved, where the venv is built (`make torch-xla`; otherwise skipped, saying so):
+torch-xla's numerics meet the tolerance table for every swept entry (every kernel and the tiny
+model) in float32 and bfloat16, at their defaults, at odd sizes and with every choice; every
+kernel lowers with no op left unknown; its programs are the same computation as torch-mlir's
+(the same contractions, the weights' bytes); the regional lowering of a model counts what the
+other paths count; the CLI takes torch-xla wherever it takes a side. Without the venv (always
+tested): one line naming `make torch-xla`, exit 2.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from reference.catalogue import CATALOGUE
+from tests.shape_cases import SWEPT, mixed_shapes, themed_shapes
+from torchxla_side import available, unavailable_reason
+
+# One worker runs this module (`make test` distributes by --dist loadgroup): its module fixtures
+# start torch-xla's driver once, not once per worker.
+pytestmark = pytest.mark.xdist_group("torchxla")
+needs_venv = pytest.mark.skipif(not available(), reason=unavailable_reason() + " (not built here)")
+DTYPES = ("float32", "bfloat16")
+
+
+def _cases() -> list[tuple[str, dict, str, int]]:
+    """(entry, shape overrides, dtype, seed): defaults, odd sizes (65, and each dimension different),
+    and every combination of the entry's choices."""
+    out = []
+    for name, dtype in itertools.product(SWEPT, DTYPES):
+        out += [(name, {}, dtype, 0), (name, themed_shapes(name, 65), dtype, 65), (name, mixed_shapes(name, 1), dtype, 1)]
+        choices = [p for p in CATALOGUE[name].params if p.choices]
+        for i, values in enumerate(itertools.product(*(p.choices for p in choices))):
+            if i:  # the first combination is the defaults, already above
+                out.append((name, {p.name: v for p, v in zip(choices, values)}, dtype, i))
+    return out
+
+
+CASES = _cases()
+
+
+def _case_id(case) -> str:
+    name, shapes, dtype, seed = case
+    return f"{name}-{dtype}-{seed}-" + ",".join(f"{k}={v}" for k, v in shapes.items())
+
+
+@pytest.fixture(scope="module")
+def xla_outputs():
+    """Every case run in one driver process (torch-xla's import, about 5 s, paid once)."""
+    from reference.catalogue import get_entry
+    from reference.inputs import make_case
+    from torchxla_side.run import run_cases
+
+    cases = []
+    for name, shapes, dtype, seed in CASES:
+        entry = get_entry(name)
+        cases.append(make_case(entry, entry.resolve(shapes), dtype, seed))
+    return dict(zip(map(_case_id, CASES), zip(cases, run_cases(cases, strict=False))))
+
+
+@needs_venv
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_torchxla_agrees_with_the_reference(case, xla_outputs):
+    from reference.agreement import compare_outputs
+
+    built, outputs = xla_outputs[_case_id(case)]
+    if isinstance(outputs, Exception):
+        raise outputs
+    entry = built.entry
+    reduction = entry.reduction(built.shapes) if entry.reduction else 0
+    result = compare_outputs(entry.name, built.dtype, built.reference(), {"torch-xla": outputs}, reduction=reduction)
+    assert result.ok, {k: v.to_dict() for k, v in result.errors.items()}
+
+
+def contraction_flops(module) -> int:
+    """FLOPs of the dot_generals and convolutions as executed (a regional block's once per layer)."""
+    from reference.ir.counters import op_cost
+
+    def walk(ops, times):
+        total = 0
+        for op in ops:
+            if op.short_name == "call" and op.callee:
+                total += walk(module.function(op.callee).ops, times * (op.trip_count or 1))
+            elif op.short_name in ("dot_general", "convolution"):
+                total += times * op_cost(op, module).flops
+        return total
+
+    return walk(module.main.ops, 1)
+
+
+@pytest.fixture(scope="module")
+def kernel_lowerings():
+    """Every kernel lowered by torch-xla and by torch-mlir, in bfloat16, at its defaults."""
+    from reference.catalogue import KERNELS, get_entry
+    from torchxla_side.lower import _lowerings
+
+    jobs = [{"kind": "lower", "name": n, "shapes": get_entry(n).resolve({}), "dtype": "bfloat16", "part": None} for n in KERNELS]
+    return dict(zip(KERNELS, _lowerings("kernels", jobs)))
+
+
+@needs_venv
+@pytest.mark.torch
+def test_every_kernel_lowers_with_no_unknown_op_and_the_same_contractions(kernel_lowerings):
+    """torch-xla's program computes what torch-mlir's does: the same dot_general and convolution
+    FLOPs, and the same weight bytes; no op is left opaque (GELU's `custom_call @mhlo.erf` is
+    read as erf, LayerNorm's batch_norm_training is a known op)."""
+    from pytorch_side.lower import lower_entry
+    from reference.catalogue import get_entry
+    from reference.ir.counters import module_stats
+
+    for name, xla in kernel_lowerings.items():
+        stats = module_stats(xla.module, xla.param_args)
+        assert not stats.unknown_ops, (name, stats.unknown_ops)
+        mlir = lower_entry(name, get_entry(name).resolve({}), "bfloat16")
+        assert contraction_flops(xla.module) == contraction_flops(mlir.module), name
+        assert stats.param_bytes == module_stats(mlir.module, mlir.param_args).param_bytes, name
+
+
+@needs_venv
+def test_composites_kept_whole(kernel_lowerings):
+    """What the README's walk-through says of torch-xla: GELU's erf stays one op (an MHLO op carried
+    by custom_call), LayerNorm is one batch_norm_training, and a bf16 linear is a bf16 dot with
+    no upcast; each is costed by a rule, never as a fallback."""
+    from reference.ir.counters import module_stats
+
+    gelu, layernorm, linear = (module_stats(kernel_lowerings[n].module).ops for n in ("gelu", "layernorm", "linear"))
+    assert gelu.get("mhlo.erf") == 1 and "stablehlo.custom_call" not in gelu
+    assert layernorm.get("stablehlo.batch_norm_training") == 1 and "stablehlo.reduce" not in layernorm
+    assert "stablehlo.convert" not in linear
+    dot = next(o for o in kernel_lowerings["linear"].module.main.ops if o.short_name == "dot_general")
+    assert dot.result_types[0].dtype == "bf16" and all(t.dtype == "bf16" for t in dot.operand_types)
+
+
+@needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+def test_regional_model_counts_what_the_other_paths_count():
+    """tiny lowered regionally (prologue, one block called per layer, epilogue) on all three
+    paths: the weights' bytes and the contractions' FLOPs (layers included) are equal; the rest
+    (norms, RoPE, softmax, decomposed differently) keeps the total within 1% at this small size
+    (0.013% at llama-3.1-8b's)."""
+    from landscape.serving import lower_named
+    from reference.ir.counters import module_stats
+
+    lowered = {side: lower_named("tiny", side, {"seq": 65}, "bfloat16") for side in ("torch", "jax", "torch-xla")}
+    stats = {side: module_stats(low.module, low.param_args) for side, low in lowered.items()}
+    assert stats["torch-xla"].param_bytes == stats["torch"].param_bytes == stats["jax"].param_bytes
+    assert contraction_flops(lowered["torch-xla"].module) == contraction_flops(lowered["torch"].module) > 0
+    assert abs(stats["torch-xla"].flops - stats["torch"].flops) <= 1e-2 * stats["torch"].flops
+
+
+@needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+def test_cli_takes_torchxla_wherever_it_takes_a_side(capsys):
+    from landscape.cli import main
+
+    assert main(["hlo", "gelu", "--side", "torch-xla", "--stage", "stablehlo"]) == 0
+    assert "@mhlo.erf" in capsys.readouterr().out
+    assert main(["stats", "layernorm", "--side", "torch-xla", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ops"]["stablehlo.batch_norm_training"] == 1
+    assert main(["diff", "gelu", "--sides", "torch-xla,jax", "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["sides"] == ["torch-xla", "jax"]
+    assert any("composite op kept whole on one path (erf, erfc)" in r for d in diff["divergences"] for r in d["reasons"])
+    assert main(["run", "rmsnorm", "--sides", "all", "--dtype", "bf16", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["errors"]) == {
+        "torch_vs_ref", "jax_vs_ref", "torch-xla_vs_ref", "torch_vs_jax", "torch_vs_torch-xla", "jax_vs_torch-xla"}
+
+
+@needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+def test_compare_costs_three_paths_on_the_five_families(capsys):
+    """`compare --sides all`: each path on one target per family, and every pair diffed and costed."""
+    from landscape.cli import main
+
+    assert main(["compare", "mlp", "--sides", "all", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["comparisons"]
+    assert result["sides"] == ["torch", "jax", "torch-xla"]
+    costed = {(r["target"], r["side"]) for r in result["results"] if "time_s" in r}
+    assert costed == {(t, s) for t in result["targets"] for s in result["sides"]} and len(result["targets"]) == 5
+    assert [p["sides"] for p in result["more_pairs"]] == [["torch", "torch-xla"], ["jax", "torch-xla"]]
+    assert all(set(p["difference_cost_s"]) == set(result["targets"]) for p in result["more_pairs"])
+
+
+def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tmp_path):
+    """Where .venv-torchxla is absent, torch-xla is refused before anything is lowered."""
+    import torchxla_side.lower as lower
+    from landscape.cli import main
+
+    monkeypatch.setattr(lower, "VENV", tmp_path / "absent")
+    for args in (["hlo", "gelu", "--side", "torch-xla"], ["diff", "gelu", "--sides", "torch,torch-xla"],
+                 ["compare", "mlp", "--sides", "torch,jax,torch-xla"], ["run", "gelu", "--sides", "torch-xla"]):
+        assert main(args) == 2, args
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "make torch-xla" in err[0], (args, err)
