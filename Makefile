@@ -47,10 +47,11 @@ torch-xla: $(TORCHXLA_STAMP)
 
 # The main job: the Llama-style block through reference, PyTorch and JAX in every dtype (numbers
 # agree), then one Llama-3.1-8B layer's two compilation paths (prefill of 2048 tokens, one decode
-# step against a 2048-token KV cache) compared on one target per family, files under out/.
+# step against a 2048-token KV cache) compared on one target per family, files under out/ (--force:
+# a second `make demo` replaces the report the first one wrote there).
 demo: setup
 	@for dtype in float32 bfloat16 float16; do $(BIN)/landscape run block --dtype $$dtype || exit $$?; done
-	$(BIN)/landscape compare --out out
+	$(BIN)/landscape compare --out out --force
 	@echo "report: out/report.html (open it from disk); HLO dumps, plans, rooflines, traces and report.json are under out/"
 
 # Every test (tests/sides/test_torchxla.py where .venv-torchxla is built: `make torch-xla`; .ci/run

@@ -62,16 +62,26 @@ def load_weights(module: nnx.Module, weights: dict[str, np.ndarray]) -> nnx.Modu
     """Copy canonical weights into the module in place; the key sets must match exactly.
 
     Raises:
-        WeightMismatch: a key the module lacks, or a module weight the dict lacks.
+        WeightMismatch: a key the module lacks, a module weight the dict lacks, or a weight whose
+            shape is not its layer's (nothing is copied then).
     """
     expected = set(canonical_names(module))
     if expected != set(weights):
         raise WeightMismatch(expected - set(weights), set(weights) - expected)
+    staged, wrong = [], {}
     for path, layer in _layers(module):
-        for leaf, (attr, to_nnx, _) in RULES[type(layer)].items():
+        for leaf, (attr, to_nnx, to_torch) in RULES[type(layer)].items():
             var = getattr(layer, attr, None)
             if var is not None:
-                var.set_value(jnp.asarray(to_nnx(weights[_key(path, leaf)])))
+                key, value = _key(path, leaf), to_nnx(weights[_key(path, leaf)])
+                if tuple(value.shape) != tuple(var.get_value().shape):  # a layer of another size takes no weight
+                    needed = to_torch(np.broadcast_to(np.int8(0), var.get_value().shape)).shape  # a view: nothing allocated
+                    wrong[key] = (np.shape(weights[key]), needed)
+                staged.append((var, value))
+    if wrong:
+        raise WeightMismatch((), (), shapes=wrong)
+    for var, value in staged:
+        var.set_value(jnp.asarray(value))
     return module
 
 

@@ -132,7 +132,7 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path:
     first (inputs, weights, outputs, the largest intermediate, on the float64 reference and both
     sides) and refused, with the estimate and the limit, when it exceeds the memory available.
     """
-    from landscape.serving import parse_sides
+    from landscape.options import parse_sides
     from reference.agreement import check_agreement
 
     sides = parse_sides(side_list, at_least=1)
@@ -167,7 +167,10 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
     overrides, note = checked or checked_shapes(name, shapes, allow_beyond_context)
     if checked is None:
         note_on_stderr(note)
-    return lower_named(name, side, overrides, dtype, compile_xla=compile_xla, flat=flat)
+    lowering = lower_named(name, side, overrides, dtype, compile_xla=compile_xla, flat=flat)
+    for lowering_note in lowering.notes:  # what the lowering changed or left out (torch-xla's rewrites, its driver)
+        note_on_stderr(f"{side}: {lowering_note}")
+    return lowering
 
 
 @cli.command()
@@ -241,13 +244,16 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) -> None:
     """Where two lowerings of NAME differ (PyTorch and JAX by default): op histogram and divergent segments."""
-    from landscape.serving import parse_sides
+    from landscape.options import parse_sides
     from reference.ir.diff import diff_modules
 
     sides = parse_sides(side_list, at_most=2, command="diff")
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     note_on_stderr(note)
     first, second = (lower_named(name, side, overrides, dtype, flat=flat) for side in sides)
+    for side, lowering in zip(sides, (first, second)):
+        for lowering_note in lowering.notes:
+            note_on_stderr(f"{side}: {lowering_note}")
     result = diff_modules(first.module, second.module, sides)
     if as_json:
         print_json(result.to_dict())

@@ -87,7 +87,10 @@ def _float64(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v if _exact(v) else v.astype(np.float64) for k, v in arrays.items()}
 
 
-def _torch_outputs(module, inputs: Sequence[np.ndarray], dropped: dict) -> tuple[np.ndarray, ...]:
+Outputs = tuple[tuple[np.ndarray, ...], tuple[str, ...]]  # (the outputs in float64, the dtypes they came in)
+
+
+def _torch_outputs(module, inputs: Sequence[np.ndarray], dropped: dict) -> Outputs:
     import torch
 
     from pytorch_side.lower import tensor_outputs
@@ -95,10 +98,11 @@ def _torch_outputs(module, inputs: Sequence[np.ndarray], dropped: dict) -> tuple
 
     with torch.inference_mode():
         out = module(*(to_torch(np.ascontiguousarray(x)) for x in inputs))
-    return tuple(to_numpy(t).astype(np.float64) for t in tensor_outputs(out, dropped))
+    tensors = tensor_outputs(out, dropped)
+    return tuple(to_numpy(t).astype(np.float64) for t in tensors), tuple(str(t.dtype).removeprefix("torch.") for t in tensors)
 
 
-def _torch_side(module, weights: dict[str, np.ndarray], dtype, inputs, dropped: dict) -> tuple[np.ndarray, ...]:
+def _torch_side(module, weights: dict[str, np.ndarray], dtype, inputs, dropped: dict) -> Outputs:
     """A copy of the module in `dtype` (a torch dtype), loaded with `weights`, run in eval mode."""
     from pytorch_side.params import to_torch
 
@@ -107,22 +111,31 @@ def _torch_side(module, weights: dict[str, np.ndarray], dtype, inputs, dropped: 
     return _torch_outputs(side, inputs, dropped)
 
 
-def _jax_side(jax_fn, weights: dict[str, np.ndarray], param_names: set[str], inputs) -> tuple[np.ndarray, ...]:
+# The NNX layers whose weights move by rule (jax_side.params.RULES); a bare nnx.Param is not one.
+NNX_RULE_HINT = ("an NNX port's weights move only into nnx.Linear, nnx.Conv, nnx.LayerNorm, nnx.RMSNorm and nnx.Embed "
+                 "layers named as the module's; for other parameters, port as a function of the state_dict")
+
+
+def _jax_side(jax_fn, weights: dict[str, np.ndarray], param_names: set[str], inputs) -> Outputs:
     import jax
     from flax import nnx
 
     from jax_side.params import load_weights
-    from jax_side.run import run_module
+    from reference.errors import WeightMismatch
 
     if isinstance(jax_fn, nnx.Module):
         graphdef, state = nnx.split(jax_fn)
-        port = load_weights(nnx.merge(graphdef, state), {k: v for k, v in weights.items() if k in param_names})
-        outputs = run_module(port, *inputs)
+        try:
+            port = load_weights(nnx.merge(graphdef, state), {k: v for k, v in weights.items() if k in param_names})
+        except WeightMismatch as err:
+            raise WeightMismatch(err.missing, err.unexpected, err.shapes, NNX_RULE_HINT) from None
+        graphdef, state = nnx.split(port)
+        out = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))(state, *inputs)
     else:
         params = {k: jax.numpy.asarray(v) for k, v in weights.items()}
         out = jax.jit(jax_fn)(params, *inputs)
-        outputs = tuple(np.asarray(o).astype(np.float64) for o in jax.tree.leaves(out))
-    return outputs
+    leaves = jax.tree.leaves(out)
+    return tuple(np.asarray(o).astype(np.float64) for o in leaves), tuple(str(o.dtype) for o in leaves)
 
 
 def check_module_agreement(
@@ -167,27 +180,28 @@ def check_module_agreement(
     param_names = {k for k, _ in torch_module.named_parameters()}
     given = [_as_numpy(x) for x in inputs]
     dropped: dict[str, str] = {}
-    results = []
+    results, notes = [], []
     for dtype in dtypes:
         weights = _rounded(state, dtype)
         args = list(_rounded({str(i): x for i, x in enumerate(given)}, dtype).values())
         weights64, args64 = _float64(weights), list(_float64({str(i): x for i, x in enumerate(args)}).values())
         if reference is None:
-            expected = _torch_side(torch_module, weights64, torch.float64, args64, dropped)
+            expected, _ = _torch_side(torch_module, weights64, torch.float64, args64, dropped)
         else:
             out = reference(weights64, *args64)
             expected = tuple(np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (tuple, list)) else (out,)))
-        torch_dtype = getattr(torch, dtype)
-        sides = {
-            "torch": _torch_side(torch_module, weights, torch_dtype, args, dropped),
-            "jax": _jax_side(jax_fn, weights, param_names, args),
-        }
-        for side, outs in sides.items():
+        ran = {"torch": _torch_side(torch_module, weights, getattr(torch, dtype), args, dropped),
+               "jax": _jax_side(jax_fn, weights, param_names, args)}
+        sides = {side: outs for side, (outs, _) in ran.items()}
+        for side, (outs, types) in ran.items():
             if len(outs) != len(expected):
                 raise InvalidShape(name, f"{side} outputs", len(outs), f"the reference returns {len(expected)}")
+            other = sorted({t for t in types if t != dtype and t not in ("bool", "int32", "int64")})
+            if other:
+                notes.append(f"{side} returns {', '.join(other)} in the {dtype} run (the table judges it as {dtype})")
         results.append(compare_outputs(name, dtype, expected, sides, reduction=reduction))
-    notes = tuple(f"left out of the comparison, not a tensor: {path} ({kind})" for path, kind in sorted(dropped.items()))
-    return ModuleAgreement(name, tuple(results), notes)
+    notes += [f"left out of the comparison, not a tensor: {path} ({kind})" for path, kind in sorted(dropped.items())]
+    return ModuleAgreement(name, tuple(results), tuple(dict.fromkeys(notes)))
 
 
 __all__ = ["ModuleAgreement", "check_module_agreement"]

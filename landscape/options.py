@@ -253,6 +253,42 @@ def note_on_stderr(note: str | None) -> None:
         click.echo(f"landscape: note: {note}", err=True)
 
 
+def parse_sides(text: str, at_least: int = 2, at_most: int | None = None, command: str = "compare") -> tuple[str, ...]:
+    """--sides: a comma-separated list of paths ("torch,jax"), each once, or "all" alone (every
+    path this machine has; where torch-xla's venv is not built, a note on stderr says it was left out).
+
+    Raises:
+        UnknownName: a path that is not one of SIDES.
+        MalformedInput: fewer than `at_least` paths, more than `at_most`, one named twice, or
+            "all" beside other names.
+        PathUnavailable: torch-xla named where its venv is not built.
+    """
+    from landscape.serving import available_sides
+    from reference.errors import MalformedInput, PathUnavailable, UnknownName
+    from torchxla_side import available, unavailable_reason
+
+    names = tuple(s.strip() for s in text.split(",") if s.strip())
+    if "all" in names and len(names) > 1:
+        raise MalformedInput(f"--sides all stands alone (every path this machine has); got {text!r}")
+    if names == ("all",):
+        sides = available_sides()
+        if "torch-xla" not in sides:
+            note_on_stderr(f"--sides all: torch-xla left out, as {unavailable_reason()}")
+    else:
+        sides = names
+        for side in sides:
+            if side not in SIDES:
+                raise UnknownName("side", side, (*SIDES, "all"))
+        if len(set(sides)) != len(sides) or len(sides) < at_least:
+            raise MalformedInput(f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}")
+    if at_most is not None and len(sides) > at_most:
+        raise MalformedInput(f"{command} compares {at_most} paths; --sides {text} names {len(sides)}: {', '.join(sides)} "
+                             "(compare --sides takes more)")
+    if "torch-xla" in sides and not available():
+        raise PathUnavailable(unavailable_reason())
+    return sides
+
+
 def shape_options(fn):
     fn = click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)(fn)
     fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)

@@ -171,9 +171,12 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
 <table><tr><th>op</th><th>{e(a)}</th><th>{e(b)}</th></tr>{hist}</table>
 <ul>{segments}</ul>""")
     order = {t: i for i, t in enumerate(data.get("targets", []))}  # the table's order, not the alphabet's
+    side_order = {s: i for i, s in enumerate(data.get("sides", []))}
     figures = "".join(
         f"<figure><figcaption>{e(t)} ({e(details.get(t, {}).get('kind', ''))}) · {e(s)}</figcaption>{svg[svg.find('<svg'):]}</figure>"
-        for (p, t, s), svg in sorted(svgs.items(), key=lambda kv: (order.get(kv[0][1], len(order)), kv[0])) if p == ph)
+        for (p, t, s), svg in sorted(svgs.items(), key=lambda kv: (order.get(kv[0][1], len(order)),
+                                                                    side_order.get(kv[0][2], len(side_order)), kv[0]))
+        if p == ph)
     w = data.get("workload") or {}
     text = w.get("phase_text", "")
     heading = e(text[:1].upper() + text[1:]) if ph else "Results"

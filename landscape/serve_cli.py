@@ -259,7 +259,7 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
             raise MalformedInput(f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
                                  "valid with it: --targets, --chips, --strict-dtypes, --json")
         return _compare_files(from_files, targets, chips, strict_dtypes, as_json)
-    from landscape.serving import parse_sides
+    from landscape.options import parse_sides
 
     sides = parse_sides(side_list)
     workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase,  # so do bad names, shapes and lengths

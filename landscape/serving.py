@@ -17,30 +17,6 @@ def available_sides() -> tuple[str, ...]:
     return SIDES if available() else SIDES[:2]
 
 
-def parse_sides(text: str, at_least: int = 2, at_most: int | None = None, command: str = "") -> tuple[str, ...]:
-    """A comma-separated list of paths ("torch,jax", "all": every available one), each once.
-
-    Raises:
-        UnknownName: a path that is not one of SIDES.
-        MalformedInput: fewer than `at_least` paths, more than `at_most`, or one named twice.
-        PathUnavailable: torch-xla named where its venv is not built.
-    """
-    from reference.errors import MalformedInput, PathUnavailable, UnknownName
-    from torchxla_side import available, unavailable_reason
-
-    if text.strip() == "all":
-        return available_sides()
-    sides = tuple(s.strip() for s in text.split(",") if s.strip())
-    for side in sides:
-        if side not in SIDES:
-            raise UnknownName("side", side, (*SIDES, "all"))
-    if len(set(sides)) != len(sides) or len(sides) < at_least:
-        raise MalformedInput(f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}")
-    if at_most is not None and len(sides) > at_most:
-        raise MalformedInput(f"{command} compares {at_most} paths; --sides {text} names {len(sides)} (compare --sides takes more)")
-    if "torch-xla" in sides and not available():
-        raise PathUnavailable(unavailable_reason())
-    return sides
 # predict's --precision, as canonical names of reference.dtypes (shown by their short names: bf16,
 # fp16, fp8, int8). A float type is what the model is lowered in; an 8-bit one means W8A8 on a
 # bfloat16 model: weights, KV cache and matmul inputs in 8 bits, everything else in bfloat16.
@@ -124,9 +100,18 @@ def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, ou
     from reference.models import get_model
 
     dtype, eight_bit = precision_dtypes(precision)
-    prefill = lower_named(model_name, side, {"batch": batch, "seq": input_len}, dtype).module
-    decodes = [(length, lower_named(model_name, side, {"batch": batch, "seq": length, "mode": "decode"}, dtype).module)
-               for length in decode_lengths(input_len, output_len)]
+    lengths = decode_lengths(input_len, output_len)
+    shapes = [{"batch": batch, "seq": input_len}, *({"batch": batch, "seq": length, "mode": "decode"} for length in lengths)]
+    if side == "torch-xla":  # one driver process for the prefill and every decode step (its start is seconds)
+        from reference.catalogue import get_entry
+        from torchxla_side.lower import lower_regional_many
+
+        entry = get_entry(model_name)
+        entry.check_dtype(dtype)
+        modules = [low.module for low in lower_regional_many(entry.name, [entry.resolve(s) for s in shapes], dtype)]
+    else:
+        modules = [lower_named(model_name, side, s, dtype).module for s in shapes]
+    prefill, decodes = modules[0], list(zip(lengths, modules[1:]))
     if eight_bit:
         prefill = quantize_weights(prefill, eight_bit)
         decodes = [(length, quantize_weights(module, eight_bit)) for length, module in decodes]

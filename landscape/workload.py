@@ -139,6 +139,8 @@ def compare_workload(workload: Workload, targets: list, chips: int | None = None
                                     compile_xla=compile_xla and side == "jax")
         if progress:
             progress(f"lowered {side}")
+    described = workload.to_dict(sides)  # with what each lowering changed or left out (torch-xla's rewrites)
+    described["notes"] += [f"{side}: {note}" for side, low in lowered.items() for note in low.notes]
     result = compare_programs(lowered, targets, workload.entry, chips, progress=progress,
-                              workload=workload.to_dict(sides), strict_dtypes=strict_dtypes)
+                              workload=described, strict_dtypes=strict_dtypes)
     return result, lowered

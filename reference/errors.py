@@ -110,14 +110,15 @@ def _few(names: list[str], shown: int = 6) -> str:
 class WeightMismatch(LandscapeError):
     """A weight dict whose keys differ from the module's canonical weight names."""
 
-    def __init__(self, missing: Iterable[str], unexpected: Iterable[str], shapes: dict | None = None):
+    def __init__(self, missing: Iterable[str], unexpected: Iterable[str], shapes: dict | None = None, hint: str = ""):
         self.missing, self.unexpected, self.shapes = sorted(missing), sorted(unexpected), dict(shapes or {})
+        tail = f"; {hint}" if hint else ""
         if self.shapes:
             wrong = ", ".join(f"{k} {tuple(got)} (needs {tuple(want)})" for k, (got, want) in sorted(self.shapes.items())[:4])
-            super().__init__(f"weights do not match the module: shapes differ: {wrong}")
+            super().__init__(f"weights do not match the module: shapes differ: {wrong}{tail}")
             return
         super().__init__(
-            f"weights do not match the module: missing {_few(self.missing)}, unexpected {_few(self.unexpected)}"
+            f"weights do not match the module: missing {_few(self.missing)}, unexpected {_few(self.unexpected)}{tail}"
         )
 
 

@@ -119,21 +119,33 @@ def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
     return _lowerings(name, [{"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": None}])[0]
 
 
+PARTS = ("prologue", "block", "epilogue")
+
+
 def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     """A decoder as prologue + one block x layers + epilogue, as the other paths lower it: three
     exports in one driver process, one layer's weights materialized at most."""
+    return lower_regional_many(name, [shapes], dtype)[0]
+
+
+def lower_regional_many(name: str, shapes_list: list[dict], dtype: str) -> list[Lowering]:
+    """lower_regional at several shapes (a prefill and its decode steps) in one driver process."""
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
 
-    plan = regional_plan(name, shapes)
-    parts = _lowerings(name, [{"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": p}
-                              for p in ("prologue", "block", "epilogue")])
-    module, params, buffers = compose_regional(
-        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(plan.cfg.tie_embeddings),
-        n_state=tuple(p.state_args for p in parts),
-    )
-    stages = {"stablehlo": "\n".join(f"// ---- {p.name}\n{p.stages['stablehlo']}" for p in parts)}
-    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers)
+    jobs = [{"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": p} for shapes in shapes_list for p in PARTS]
+    lowered = _lowerings(name, jobs)
+    out = []
+    for i, shapes in enumerate(shapes_list):
+        plan, parts = regional_plan(name, shapes), lowered[len(PARTS) * i: len(PARTS) * (i + 1)]
+        module, params, buffers = compose_regional(
+            *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(plan.cfg.tie_embeddings),
+            n_state=tuple(p.state_args for p in parts),
+        )
+        stages = {"stablehlo": "\n".join(f"// ---- {p.name}\n{p.stages['stablehlo']}" for p in parts)}
+        out.append(dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params,
+                                       buffer_args=buffers))
+    return out
 
 
 if __name__ == "__main__":  # pragma: no cover - a manual check: python -m torchxla_side.lower ENTRY

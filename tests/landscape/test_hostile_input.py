@@ -78,6 +78,7 @@ BAD_INPUTS = {
     "an unknown path": (["diff", "mlp", "--sides", "torch,pallas"], "valid: torch, jax, torch-xla, all"),
     "three paths to diff": (["diff", "mlp", "--sides", "torch,jax,torch-xla"], "diff compares 2 paths"),
     "an empty --sides to run": (["run", "mlp", "--sides", ","], "--sides takes 1 or more different paths"),
+    "all beside another path": (["compare", "mlp", "--sides", "all,torch"], "--sides all stands alone"),
     "--sides with --from-file": (["compare", "--from-file", "a.mlir", "b.mlir", "--sides", "torch,jax"], "--sides does not apply"),
 }
 

@@ -65,13 +65,13 @@ def _attention(q, k, v, heads):
     return jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(logits, axis=-1), v).reshape(b, t, d)
 
 
-def jax_block(p, x, heads=4, approximate_gelu=False):
+def jax_block(p, x, heads=4, approximate_gelu=False, eps=1e-5):
     """The port as a function of the state_dict (PyTorch layouts: Linear weights are [out, in])."""
     def linear(x, name):
         y = (x.astype(F32) @ p[f"{name}.weight"].T.astype(F32)).astype(x.dtype)
         return y + _rows(p[f"{name}.bias"], y)
 
-    ln = lambda x, name: _layernorm(x, p[f"{name}.weight"], p[f"{name}.bias"])  # noqa: E731
+    ln = lambda x, name: _layernorm(x, p[f"{name}.weight"], p[f"{name}.bias"], eps)  # noqa: E731
     q, k, v = jnp.split(linear(ln(x, "ln1"), "qkv"), 3, axis=-1)
     x = x + linear(_attention(q, k, v, heads).astype(x.dtype), "proj")
     return x + linear(jax.nn.gelu(linear(ln(x, "ln2"), "fc1"), approximate=approximate_gelu), "fc2")
@@ -132,8 +132,33 @@ def test_nnx_port_by_the_documented_rule(block_and_input):
 
 def test_nnx_port_with_a_misnamed_layer_names_the_weights(block_and_input):
     block, x = block_and_input
-    with pytest.raises(WeightMismatch, match="qkv"):
+    with pytest.raises(WeightMismatch, match="qkv.*nnx.Linear, nnx.Conv"):
         check_module_agreement(block, NNXBlock(qkv_name="attn_in"), [x], dtypes=["float32"])
+
+
+def test_nnx_port_with_a_layer_of_another_size_is_refused(block_and_input):
+    """A port whose MLP is half as wide takes no weight (its names all match): the shapes differ."""
+    block, x = block_and_input
+    with pytest.raises(WeightMismatch, match=r"shapes differ: fc1.bias \(256,\) \(needs \(128,\)\)"):
+        check_module_agreement(block, NNXBlock(d_ff=128), [x], dtypes=["float32"])
+
+
+def test_an_eps_error_shows_only_where_the_variance_is_small(block_and_input):
+    """LayerNorm's eps (1e-6 for 1e-5, nnx.LayerNorm's default against torch's) moves an output of
+    unit-variance rows by about eps/2: within float32's bound. Rows of variance 1e-4 expose it:
+    the check is as good as its inputs."""
+    block, x = block_and_input
+    wrong_eps = lambda p, x: jax_block(p, x, eps=1e-6)  # noqa: E731
+    assert check_module_agreement(block, wrong_eps, [x], dtypes=["float32"]).ok
+    assert not check_module_agreement(block, wrong_eps, [x * 0.01], dtypes=["float32"]).ok
+    assert check_module_agreement(block, jax_block, [x * 0.01], dtypes=["float32"]).ok
+
+
+def test_a_port_returning_another_dtype_is_said(block_and_input):
+    block, x = block_and_input
+    upcast = lambda p, x: jax_block(p, x).astype(F32)  # noqa: E731
+    result = check_module_agreement(block, upcast, [x], dtypes=["bfloat16"])
+    assert result.notes == ("jax returns float32 in the bfloat16 run (the table judges it as bfloat16)",)
 
 
 def test_a_given_reference_is_the_one_judged_against():

@@ -189,8 +189,19 @@ def test_compare_costs_three_paths_on_the_five_families(capsys):
     assert all(set(p["difference_cost_s"]) == set(result["targets"]) for p in result["more_pairs"])
 
 
+@needs_venv
+def test_all_three_paths_are_refused_where_two_are_compared(capsys):
+    from landscape.cli import main
+
+    assert main(["diff", "gelu", "--sides", "all"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["landscape: error: diff compares 2 paths; --sides all names 3: torch, jax, torch-xla "
+                   "(compare --sides takes more)"]
+
+
 def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tmp_path):
-    """Where .venv-torchxla is absent, torch-xla is refused before anything is lowered."""
+    """Where .venv-torchxla is absent, torch-xla named is refused before anything is lowered, and
+    `--sides all` takes the two paths there are, with a note naming what was left out."""
     import torchxla_side.lower as lower
     from landscape.cli import main
 
@@ -200,3 +211,7 @@ def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tm
         assert main(args) == 2, args
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "make torch-xla" in err[0], (args, err)
+    assert main(["compare", "mlp", "--sides", "all", "--targets", "h100", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["comparisons"][0]["sides"] == ["torch", "jax"]
+    assert "torch-xla left out" in captured.err and "make torch-xla" in captured.err
