@@ -94,3 +94,25 @@ def decoder(cfg: ModelConfig, weights: dict | None = None, dtype: str = "float32
     in eval mode, with canonical `weights` loaded when given (reference/hf_weights.py imports them)."""
     module = Decoder(cfg, TORCH_DTYPES[dtype]).eval()
     return load_weights(module, weights) if weights is not None else module
+
+
+def example_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
+    """The entry's inputs as empty tensors (indices int32), for a lowering: fake under
+    FakeTensorMode (torch-mlir's path), real but unwritten elsewhere (torch-xla's driver)."""
+    return [torch.empty(spec.shape, dtype=torch.int32 if spec.kind == "index" else TORCH_DTYPES[dtype])
+            for spec in get_entry(name).inputs(shapes).values()]
+
+
+def regional_parts(plan, dtype: str) -> list[tuple[str, Callable[[], nn.Module], list[torch.Tensor]]]:
+    """A decoder's regional plan (reference.regional.regional_plan) as the three parts every
+    PyTorch path lowers, (label, module factory, example inputs): prologue(ids) -> x, one
+    block(x, *caches) and epilogue(x) -> logits (reference.ir.compose.compose_regional's contract)."""
+    from pytorch_side.layers import Epilogue, Prologue
+
+    cfg, dt = plan.cfg, TORCH_DTYPES[dtype]
+    ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
+    x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
+    caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
+    return [("prologue", lambda: Prologue(cfg, dt, plan.past), [ids]),
+            ("block", lambda: Block(cfg, dt), [x, *caches]),
+            ("epilogue", lambda: Epilogue(cfg, dt), [x])]

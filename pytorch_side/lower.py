@@ -16,8 +16,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch import nn
 
-from pytorch_side.kernels import TORCH_DTYPES, build
-from reference.catalogue import get_entry
+from pytorch_side.kernels import build, example_inputs, regional_parts
 from reference.errors import LoweringFailed
 from reference.ir import parse_stablehlo, verify
 from reference.lowering import Lowering
@@ -240,22 +239,13 @@ def to_stablehlo(exported, name: str = "module"):
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def fake_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
-    """The entry's inputs as tensors (create them under FakeTensorMode to keep them fake)."""
-    out = []
-    for spec in get_entry(name).inputs(shapes).values():
-        dt = torch.int32 if spec.kind == "index" else TORCH_DTYPES[dtype]
-        out.append(torch.empty(spec.shape, dtype=dt))
-    return out
-
-
 def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
     """Lower a catalogue entry (resolved shapes) with a fake module and fake inputs."""
     from pytorch_side.layers import routed_moe
 
     with FakeTensorMode(allow_non_fake_inputs=True), routed_moe():  # the costed graph routes its tokens
         module = build(name, shapes, dtype)
-        inputs = fake_inputs(name, shapes, dtype)
+        inputs = example_inputs(name, shapes, dtype)
         return lower_module(module, *inputs, name=name)
 
 
@@ -265,21 +255,15 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     Each part goes through torch.export and torch-mlir once, so the time does not grow with
     the number of layers; the IR's call to the block carries trip_count = layers.
     """
-    from pytorch_side.layers import Block, Epilogue, Prologue, routed_moe
+    from pytorch_side.layers import routed_moe
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
 
     plan = regional_plan(name, shapes)
-    cfg, dt = plan.cfg, TORCH_DTYPES[dtype]
+    cfg = plan.cfg
     with FakeTensorMode(allow_non_fake_inputs=True), routed_moe():  # the costed graph routes its tokens
-        ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
-        x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
-        caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
-        parts = (
-            lower_module(Prologue(cfg, dt, plan.past).eval(), ids, name=f"{name}.prologue"),
-            lower_module(Block(cfg, dt).eval(), x, *caches, name=f"{name}.block"),
-            lower_module(Epilogue(cfg, dt).eval(), x, name=f"{name}.epilogue"),
-        )
+        parts = tuple(lower_module(make().eval(), *inputs, name=f"{name}.{label}")
+                      for label, make, inputs in regional_parts(plan, dtype))
     module, params, buffers = compose_regional(
         *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
         n_state=tuple(p.state_args for p in parts),

@@ -36,35 +36,20 @@ PEAK_RSS_UNIT = 1024  # ru_maxrss is in kilobytes on Linux
 JOB_MARK = "torchxla-driver: job "
 
 
-def _torch_dtype(torch, dtype: str):
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+def _module(job: dict):
+    """(module factory, example inputs) for a job: the catalogue's module, or one part of a
+    decoder's regional plan, as torch-mlir's path builds them (pytorch_side.kernels)."""
+    from pytorch_side.kernels import build, example_inputs, regional_parts
 
-
-def _module(job: dict, torch):
-    """(module, example inputs) for a job, the module's weights left uninitialized."""
-    from pytorch_side.kernels import build
-    from pytorch_side.layers import Block, Epilogue, Prologue
-    from reference.catalogue import get_entry
-
-    dt = _torch_dtype(torch, job["dtype"])
-    name, shapes, part = job["name"], dict(job["shapes"]), job.get("part")
+    name, shapes, part, dtype = job["name"], dict(job["shapes"]), job.get("part"), job["dtype"]
     if part:
         from reference.regional import regional_plan
 
-        plan = regional_plan(name, shapes)
-        cfg = plan.cfg
-        ids = torch.zeros((plan.batch, plan.tokens), dtype=torch.int32)
-        x = torch.zeros((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
-        caches = [torch.zeros(plan.cache_shape(), dtype=dt) for _ in range(2)] if plan.cache_shape() else []
-        make, inputs = {"prologue": (lambda: Prologue(cfg, dt, plan.past), [ids]),
-                        "block": (lambda: Block(cfg, dt), [x, *caches]),
-                        "epilogue": (lambda: Epilogue(cfg, dt), [x])}[part]
+        (make, inputs), = [(make, inputs) for label, make, inputs in regional_parts(regional_plan(name, shapes), dtype)
+                           if label == part]
     else:
-        entry = get_entry(name)
-        make = lambda: build(name, shapes, job["dtype"])  # noqa: E731
-        inputs = [torch.zeros(s.shape, dtype=torch.int32 if s.kind == "index" else dt)
-                  for s in entry.inputs(shapes).values()]
-    return make, inputs
+        make, inputs = (lambda: build(name, shapes, dtype)), example_inputs(name, shapes, dtype)
+    return make, [t.zero_() for t in inputs]  # written: an index must be in range where the graph reads it
 
 
 @contextlib.contextmanager
@@ -106,7 +91,7 @@ def lower(job: dict) -> dict:
 
     from pytorch_side.layers import routed_moe
 
-    make, inputs = _module(job, torch)
+    make, inputs = _module(job)
     with routed_moe():  # the costed graph routes its tokens, as the torch-mlir path's does
         with _uninitialized(torch):
             module = make().eval()
@@ -137,9 +122,11 @@ def run(job: dict) -> dict:
     import torch
     import torch_xla
 
-    dt = _torch_dtype(torch, job["dtype"])
+    from pytorch_side.kernels import TORCH_DTYPES
+
+    dt = TORCH_DTYPES[job["dtype"]]
     arrays = np.load(job["arrays"])
-    make, _ = _module(job, torch)
+    make, _ = _module(job)
     module = make().eval()
     weights = {k[2:]: torch.from_numpy(arrays[k]) for k in arrays.files if k.startswith("w:")}
     if weights:
