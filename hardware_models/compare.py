@@ -103,6 +103,11 @@ def describe_target(target: Target) -> dict:
             "main_memory_bytes": target.main_memory_bytes}
 
 
+def side_pairs(sides) -> list[tuple[str, str]]:
+    """Every pair of sides, the first pair first: (torch, jax), then (torch, torch-xla), (jax, torch-xla)."""
+    return [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:]]
+
+
 @dataclass(frozen=True)
 class Comparison:
     name: str
@@ -115,11 +120,7 @@ class Comparison:
     more_diffs: dict = field(default_factory=dict)  # (a, b) -> IR diff, every pair of sides after the first pair
 
     def pairs(self) -> list[tuple[str, str]]:
-        """Every pair of sides, the first pair first: (torch, jax), then (torch, torch-xla), (jax, torch-xla)."""
-        return [(a, b) for i, a in enumerate(self.sides) for b in self.sides[i + 1:]]
-
-    def pair_diff(self, first: str, second: str) -> dict:
-        return self.diff if (first, second) == tuple(self.sides[:2]) else self.more_diffs[(first, second)]
+        return side_pairs(self.sides)
 
     def difference_cost(self, target: str, first: str | None = None, second: str | None = None) -> dict[str, float]:
         """second - first (jax - torch) time per kind of kernel on one target (empty if either side was
@@ -198,7 +199,7 @@ def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str]
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))
             if progress:
                 progress(f"{target.name} {side}")
-    pairs = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:]]
+    pairs = side_pairs(sides)
     diffs = {(a, b): diff_modules(lowerings[a].module, lowerings[b].module, (a, b)).to_dict() for a, b in pairs}
     details = {t.name: describe_target(t) for t in targets}
     return Comparison(name, tuple(t.name for t in targets), results, diffs.pop(pairs[0]), dict(workload or {}), details,

@@ -167,8 +167,12 @@ def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, 
     overrides, note = checked or checked_shapes(name, shapes, allow_beyond_context)
     if checked is None:
         note_on_stderr(note)
-    lowering = lower_named(name, side, overrides, dtype, compile_xla=compile_xla, flat=flat)
-    for lowering_note in lowering.notes:  # what the lowering changed or left out (torch-xla's rewrites, its driver)
+    return _said(side, lower_named(name, side, overrides, dtype, compile_xla=compile_xla, flat=flat))
+
+
+def _said(side: str, lowering):
+    """The lowering, its notes on stderr: what it changed or left out (torch-xla's rewrites, its driver)."""
+    for lowering_note in lowering.notes:
         note_on_stderr(f"{side}: {lowering_note}")
     return lowering
 
@@ -250,10 +254,7 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) ->
     sides = parse_sides(side_list, at_most=2, command="diff")
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     note_on_stderr(note)
-    first, second = (lower_named(name, side, overrides, dtype, flat=flat) for side in sides)
-    for side, lowering in zip(sides, (first, second)):
-        for lowering_note in lowering.notes:
-            note_on_stderr(f"{side}: {lowering_note}")
+    first, second = (_said(side, lower_named(name, side, overrides, dtype, flat=flat)) for side in sides)
     result = diff_modules(first.module, second.module, sides)
     if as_json:
         print_json(result.to_dict())

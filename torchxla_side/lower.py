@@ -14,7 +14,6 @@ import dataclasses
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from reference.errors import LoweringFailed, PathUnavailable
 from reference.ir import parse_stablehlo, verify
 from reference.ir.graph import Module
 from reference.lowering import Lowering
+from torchxla_side.driver import JOB_MARK  # the driver's line on stderr before each job (stdlib imports only)
 
 SIDE = "torch-xla"
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,6 @@ VENV = ROOT / ".venv-torchxla"
 # One request's limit: importing torch-xla takes about 5 s, a 70B layer's export under 20 s here;
 # a request of every catalogue entry's numerics about two minutes on 2 cores.
 DRIVER_TIMEOUT_S = 900
-JOB_MARK = "torchxla-driver: job "  # the driver's line on stderr before each job (driver.py)
 
 
 def venv_python() -> Path:
@@ -146,7 +145,3 @@ def lower_regional_many(name: str, shapes_list: list[dict], dtype: str) -> list[
         out.append(dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params,
                                        buffer_args=buffers))
     return out
-
-
-if __name__ == "__main__":  # pragma: no cover - a manual check: python -m torchxla_side.lower ENTRY
-    print(lower_entry(sys.argv[1], {}, "float32").stages["stablehlo"])
