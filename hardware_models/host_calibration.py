@@ -14,7 +14,8 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    1/8 and 1/2 of a private cache (L1d, L2), 1/16 and 1/4 of a shared one (L3:
                    other cores and tenants take part of it), and 2x and 8x the last level (DRAM):
                    levels.X.bytes_per_s = (bytes(hi) - bytes(lo)) / (t(hi) - t(lo)), the slope,
-                   so the dispatch cancels
+                   so the dispatch cancels; where t(hi) - t(lo) is inside the rows' IQR (noise
+                   swamps a few hundred ns): bytes(hi) / (t(hi) - t(H01))
     H15-H17 eager  square GEMM in f32 (1024), bf16 and f16 (512)
                    fitted.gemm_D_flop_per_s = 2 n^3 / (t - t(H01))
     H18 xla        square GEMM in f32 (1024), jax.jit   fitted.xla_gemm_f32_flop_per_s = 2 n^3 / (t - t(H05))
@@ -23,20 +24,33 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    fitted.eager_nested_s = (t(H19) - t(H01)) / N
     H20, H21       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
                    checked by a guard (Inductor) or flattened and handed to the executable (XLA)
-                   fitted.R_arg_s = (t - t(H03 or H05)) / (ARGS - 2), H03/H05 taking two arguments
+                   fitted.R_arg_s = (t - t(loop call)) / (ARGS - 2), the loop call row taking two arguments
     H22...         y = F(x) of n = UNARY_N f32 elements (16 grains, so every runtime uses every core;
                    2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
                    arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
-                   times ATen's own GELU and SiLU kernels, EAGER_KERNELS): each math library has its
-                   own polynomials, and their costs differ by 10x between functions and runtimes
-                   fitted.R_F_per_s = n / (t - t(base)), base H01 (eager), H03 (inductor), H05 (xla):
-                   the runtime's cost of a call of one tiny kernel
-    H54...         a 3 x 3 convolution (padding 1; NCHW in PyTorch, NHWC in JAX, as each side's
+                   times ATen's own GELU, SiLU and LayerNorm kernels, EAGER_KERNELS; LayerNorm over
+                   rows of REDUCE_ROW): each math library has its own polynomials, and their costs
+                   differ by 10x between functions and runtimes
+                   fitted.R_F_per_s = n / (t - t(loop call)): H01 eagerly, the one-add program
+                   compiled (below): the runtime's cost of a call of one tiny loop
+    H55...         a 3 x 3 convolution (padding 1; NCHW in PyTorch, NHWC in JAX, as each side's
                    catalogue entry runs it) with 4 and with 64 channels in and out
                    (CONV_SIZES), through each runtime: its own library kernel (oneDNN under eager and
                    Inductor, XLA:CPU's own), with a fixed cost per call far above a GEMM's
                    fitted.R_conv_flop_per_s = (F(large) - F(small)) / (t(large) - t(small)), the slope;
-                   fitted.R_conv_s = t(small) - t(base) - F(small) / that rate
+                   fitted.R_conv_s = t(small) - t(H01, H03 or H05) - F(small) / that rate
+    then           a + b of 1-element tensors, torch.compile'd and jax.jit'ed: the call of a program
+                   of loops alone, which calls no library (the GEMM programs' call wakes its threads)
+                   fitted.R_loop_call_s = t - fitted.R_kernel_s
+                   a sum over each row of REDUCE_ROW elements, UNARY_N in all, through each runtime
+                   (XLA:CPU runs a reduction as a kernel of its own, far below streaming speed)
+                   fitted.R_reduce_per_s = n / (t - t(loop call))
+                   square f32 GEMMs of SMALL_GEMM, eagerly and jax.jit'ed: a small GEMM's rate, which
+                   with the large one's gives the rate's growth with size (cost/cpu.py size_factor)
+                   fitted.gemm_f32_small_flop_per_s, fitted.xla_gemm_f32_small_flop_per_s as H15, H18
+                   scaled dot-product attention of SDPA_SHAPE (b, h, t, d), eagerly: ATen's fused
+                   attention pays per query row (its online softmax's bookkeeping) far above its FLOPs
+                   fitted.eager_sdpa_row_s = (t - t(H01)) / (b * h * t)
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -45,15 +59,18 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GRAIN, RUNTIMES
+from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GRAIN, LARGE_GEMM_N, RUNTIMES, SMALL_GEMM_N
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
 COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
-GEMM_SIZES = {"f32": 1024, "bf16": 512, "f16": 512}
+GEMM_SIZES = {"f32": LARGE_GEMM_N, "bf16": 512, "f16": 512}
+SMALL_GEMM = SMALL_GEMM_N  # the small f32 GEMM whose rate, beside the large one's, gives the rate's growth with size
+REDUCE_ROW = 512  # elements per row of the reduction rows (and of ATen's layer_norm row): a model width
 CHAIN = 16  # dependent matmuls in the per-kernel rows
 ARGS = 16  # arguments of the per-argument rows
 CHAIN_N = 8  # their side: tiny, so the rows time the runtime, not the arithmetic
@@ -61,8 +78,9 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SIZES = {4: (1, 8), 64: (2, 32)}
+SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
 FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a difference of rows negative
-CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny kernel
+CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny GEMM program
 
 
 @dataclass(frozen=True)
@@ -70,8 +88,9 @@ class RowSpec:
     """A kernel to time: `workload` is "add" (size = elements of each of a, b, c; "module-add"
     inside an nn.Module), "mm-chain" (size = dependent CHAIN_N-square matmuls), "args" (a sum of `size` 1-element arguments), "mean" (of one element; size = the
     nested ops ATen runs for it), "gemm"
-    (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements) or "conv" (size =
-    channels in and out, CONV_SIZES)."""
+    (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements), "conv" (size =
+    channels in and out, CONV_SIZES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
+    or "sdpa" (attention of SDPA_SHAPE). A compiled "add" of size 1 is the loop program's call."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -89,6 +108,10 @@ class RowSpec:
         if self.workload == "conv":
             b, hw = CONV_SIZES[self.size]
             return (2 * b * self.size * hw * hw + 9 * self.size**2) * e
+        if self.workload == "sdpa":  # q, k, v and the output, SDPA_SHAPE
+            return 4 * math.prod(SDPA_SHAPE) * e
+        if self.workload == "reduce":
+            return (self.size + self.size // REDUCE_ROW) * e
         if self.workload in ("mean", "args"):
             return 2 * e * (self.size if self.workload == "args" else 1)
         return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e}[self.workload]
@@ -100,6 +123,11 @@ class RowSpec:
         if self.workload == "conv":
             b, hw = CONV_SIZES[self.size]
             return 2 * b * hw * hw * self.size**2 * 9
+        if self.workload == "sdpa":
+            b, h, t, d = SDPA_SHAPE
+            return 4 * b * h * t * t * d
+        if self.workload == "reduce":
+            return self.size
         return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
 
 
@@ -145,7 +173,22 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     for runtime in RUNTIMES:
         for channels in CONV_SIZES:
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "conv", "f32", channels))
+    for runtime in COMPILED:  # the call of a program of loops alone (no GEMM library)
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "add", "f32", 1))
+    for runtime in RUNTIMES:
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "reduce", "f32", UNARY_N))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", SMALL_GEMM))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", SMALL_GEMM))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "sdpa", "f32", 1))
     return rows
+
+
+def _loop_call(measured: list[Measured], runtime: str) -> Measured:
+    """The row timing `runtime`'s call of one tiny kernel of loops: H01 eagerly, the one-add
+    program compiled."""
+    if runtime == "eager":
+        return next(m for m in measured if m.spec.id == "H01")
+    return next(m for m in measured if m.spec.runtime == runtime and m.spec.workload == "add" and m.spec.size == 1)
 
 
 def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
@@ -164,21 +207,31 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         if m.spec.level:
             streams.setdefault(m.spec.level, []).append(m)
     for level, (lo, hi) in ((k, sorted(v, key=lambda m: m.spec.size)) for k, v in streams.items()):
-        dt = max(hi.median_s - lo.median_s, 1e-12)  # timing noise can make a tiny difference negative
-        out[f"fitted.{level}_bytes_per_s"] = ((hi.spec.bytes - lo.spec.bytes) / dt, f"{lo.spec.id} {hi.spec.id}")
+        dt = hi.median_s - lo.median_s
+        if dt > max(lo.iqr_s, hi.iqr_s):
+            out[f"fitted.{level}_bytes_per_s"] = ((hi.spec.bytes - lo.spec.bytes) / dt, f"{lo.spec.id} {hi.spec.id}")
+        else:  # the difference is inside the rows' spread (noise): the larger row less one dispatch
+            out[f"fitted.{level}_bytes_per_s"] = (hi.spec.bytes / max(hi.median_s - t["H01"], 1e-12), f"{hi.spec.id} H01")
+    for runtime in COMPILED:
+        loop, (kernel, rows) = _loop_call(measured, runtime), out[f"fitted.{runtime}_kernel_s"]
+        out[f"fitted.{runtime}_loop_call_s"] = (max(loop.median_s - kernel, FLOOR), f"{loop.spec.id} {rows}")
     for m in measured:
         s = m.spec
         if s.workload == "gemm":
             base = "H05" if s.runtime == "xla" else "H01"
-            key = "fitted.xla_gemm_f32_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}_flop_per_s"
+            small = "_small" if s.size == SMALL_GEMM and s.dtype == "f32" else ""
+            key = f"fitted.xla_gemm_f32{small}_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}{small}_flop_per_s"
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
-    for m in (m for m in measured if m.spec.workload == "unary"):
-        base = CALL_ROWS[m.spec.runtime]
-        out[f"fitted.{m.spec.runtime}_{m.spec.fn}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
-    for m in measured:
+        elif s.workload == "sdpa":
+            rows = math.prod(SDPA_SHAPE[:-1])
+            out["fitted.eager_sdpa_row_s"] = (max(m.median_s - t["H01"], FLOOR) / rows, f"{s.id} H01")
+    for m in (m for m in measured if m.spec.workload in ("unary", "reduce", "args")):
+        base = _loop_call(measured, m.spec.runtime).spec.id
         if m.spec.workload == "args":
-            base = "H03" if m.spec.runtime == "inductor" else "H05"
             out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], FLOOR) / (m.spec.size - 2), f"{m.spec.id} {base}")
+            continue
+        name = m.spec.fn if m.spec.workload == "unary" else "reduce"
+        out[f"fitted.{m.spec.runtime}_{name}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
     for runtime in RUNTIMES:
         small, large = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime), key=lambda m: m.spec.size)
         rate = (large.spec.flops - small.spec.flops) / max(large.median_s - small.median_s, 1e-12)

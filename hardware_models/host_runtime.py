@@ -7,10 +7,13 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
                                           + fitted.eager_dispatch_s, or fitted.eager_nested_s
                                             for an op another op's C++ calls)
                          + module_calls * fitted.eager_module_call_s
-              (a view moves no bytes but is still dispatched; module_calls: the nn.Modules
+              (compute_s also holds a reduction's elements at the reduce rate, and the fused
+              attention's query rows at fitted.eager_sdpa_row_s; a view moves no bytes but is
+              still dispatched; module_calls: the nn.Modules
               whose forward runs, Python's share of eager)
     inductor  torch.compile: the IR of torch-mlir compiled by the cpu family's passes (fused),
               each kernel + fitted.inductor_kernel_s, + fitted.inductor_call_s per call
+              (fitted.inductor_loop_call_s for a program without a contraction; XLA alike)
               + fitted.inductor_arg_s per argument beyond two (weights are arguments)
     xla       jax.jit: JAX's IR, the same passes, XLA:CPU's GEMM and transcendental rates,
               + fitted.xla_kernel_s per kernel, + fitted.xla_call_s per call, + fitted.xla_arg_s
@@ -43,6 +46,9 @@ class FrameworkOp:
     nested: bool = False
     elements: int = 0  # its output's elements (what ATen splits over threads)
     function: str = "exponential"  # the transcendental it evaluates (cost/cpu.py transcendental_rate)
+    reduced: int = 0  # elements a reduction reads (cost/cpu.py reduce_rate)
+    batch: int = 1  # a batched GEMM's batch members (its rate follows one member's FLOPs)
+    rows: int = 0  # a fused attention's query rows (batch x heads x queries)
 
 
 @dataclass(frozen=True)
@@ -87,5 +93,6 @@ def compiled_seconds(module: Module, target: Target, runtime: str) -> RuntimeTim
     for group in plan.groups:
         cost = cost + cpu_group_cost(module, plan, group, target, runtime) * group.repeats
     extra_args = max(len(module.main.args) - 2, 0)  # the call rows took two arguments
-    overhead = call_overhead_s(target, runtime) + extra_args * target[f"fitted.{runtime}_arg_s"]
+    loops_only = not any(g.kind == "contraction" for g in plan.groups)
+    overhead = call_overhead_s(target, runtime, loops_only) + extra_args * target[f"fitted.{runtime}_arg_s"]
     return RuntimeTime(runtime, len(plan.groups), cost.time_s, overhead, cost)

@@ -20,7 +20,8 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import CHAIN_N, CONV_SIZES, Measured, RowSpec, fit, plan_rows, rows_csv, target_toml
+from hardware_models.host_calibration import (CHAIN_N, CONV_SIZES, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
+                                              target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
@@ -97,7 +98,7 @@ def _torch_function(fn: str):
 
     return {"exponential": torch.exp, "log": torch.log, "tanh": torch.tanh, "logistic": torch.sigmoid, "erf": torch.erf,
             "erfc": torch.erfc, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sine": torch.sin, "cosine": torch.cos,
-            "gelu": F.gelu, "silu": F.silu}[fn]
+            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,))}[fn]
 
 
 def _jax_function(fn: str):
@@ -118,7 +119,14 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
         return time_torch(lambda: torch.mm(a, b), min_run_s)
     if spec.workload == "conv":
         return _torch_conv(spec, min_run_s)
+    if spec.workload == "sdpa":
+        q, k, v = (torch.randn(*SDPA_SHAPE, generator=gen) for _ in range(3))
+        return time_torch(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), min_run_s)
     x = torch.randn(spec.size, generator=gen).to(dtype)
+    if spec.workload == "reduce":  # a sum over each row of REDUCE_ROW elements
+        rows, fn = x.view(-1, REDUCE_ROW), lambda a: a.sum(-1)
+        fn = _compiled(fn) if spec.runtime == "inductor" else fn
+        return time_torch(lambda: fn(rows), min_run_s)
     if spec.workload == "mm-chain":
         return _torch_chain(spec, min_run_s)
     if spec.workload == "args":
@@ -136,6 +144,9 @@ def _torch_row_timed(spec: RowSpec, min_run_s: float):
     if spec.workload == "module-add":
         module = _add_module()
         return time_torch(lambda: module(x, y), min_run_s)
+    if spec.runtime == "inductor":  # the call of a program of one loop
+        add = _compiled(lambda a, b: a + b)
+        return time_torch(lambda: add(x, y), min_run_s)
     if spec.size == 1:  # the dispatch row: as eager code adds, allocating its result
         return time_torch(lambda: x + y, min_run_s)
     return time_torch(lambda: torch.add(x, y, out=out), min_run_s)
@@ -206,6 +217,9 @@ def _jax_row(spec: RowSpec, min_run_s: float):
         f = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
         return time_jax(lambda: f(x, w), min_run_s)
     x, y = (jax.random.normal(k, (spec.size,), dtype) for k in keys)
+    if spec.workload == "reduce":
+        f, rows = jax.jit(lambda a: a.sum(-1)), x.reshape(-1, REDUCE_ROW)
+        return time_jax(lambda: f(rows), min_run_s)
     if spec.workload == "unary":
         f, x = jax.jit(_jax_function(spec.fn)), _domain(spec.fn, x)
         return time_jax(lambda: f(x), min_run_s)

@@ -95,7 +95,11 @@ CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_pro
 # at (hardware_models/cost/cpu.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
 TRANSCENDENTAL = {"exp": "exponential", "log": "log", "sin": "sine", "cos": "cosine", "tanh": "tanh", "erf": "erf",
                   "erfc": "erfc", "sigmoid": "logistic", "silu": "silu", "gelu": "gelu", "rsqrt": "rsqrt", "sqrt": "sqrt",
-                  "_softmax": "exponential", "_log_softmax": "exponential"}  # not pow: ATen squares with a multiply
+                  "_softmax": "exponential", "_log_softmax": "exponential",  # not pow: ATen squares with a multiply
+                  "native_layer_norm": "layer_norm"}  # an ATen kernel of its own (moments, then the scaling), its own row
+# ATen reductions: each reads its input once at the reduction rate (cost/cpu.py reduce_rate), in place of FLOPs.
+REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "linalg_vector_norm", "var", "std", "var_mean",
+              "std_mean", "logsumexp", "argmax", "argmin", "all", "any")
 # Ops that read only the rows their indices name (the table is not streamed), and ops that write
 # into their first argument (no new output).
 GATHERS = ("embedding", "index_select", "gather", "index")
@@ -163,7 +167,8 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
         children = [c for c in event.cpu_children
                     if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)]
         shapes = [tuple(s) for s in event.input_shapes if isinstance(s, (list, tuple)) and s]
-        moved = flops = trans = out = 0
+        moved = flops = trans = out = reduced = 0
+        batch = 1
         if (name in CONTRACTIONS or not children) and name not in VIEWS and shapes:
             sizes = [math.prod(s) for s in shapes]
             out = shapes[0][0] * shapes[1][-1] if name == "mm" else max(sizes)
@@ -180,8 +185,15 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
                 moved = (sum(sizes) + out) * element_bytes
             flops = _flops(name, shapes, out)
             trans = out if name in TRANSCENDENTAL else 0
+            if name in REDUCTIONS:
+                flops, reduced = 0, sizes[0]
+            if name in ("bmm", "baddbmm"):
+                batch = shapes[-2][0]
+            elif "scaled_dot_product" in name:
+                batch = math.prod(shapes[0][:-2])
+        rows = math.prod(shapes[0][:-1]) if "scaled_dot_product" in name and name in CONTRACTIONS and shapes else 0
         ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0,
-                               TRANSCENDENTAL.get(name, "exponential")))
+                               TRANSCENDENTAL.get(name, "exponential"), reduced, batch, rows))
     return ops
 
 
@@ -217,6 +229,7 @@ def _jax_row(name, shapes, size, case, target, min_run_s) -> Row:
     from flax import nnx
 
     from jax_side.kernels import LAYOUTS, build
+    from jax_side.layers import routed_moe
     from jax_side.params import load_weights
     from landscape.serving import lower_named
 
@@ -226,13 +239,15 @@ def _jax_row(name, shapes, size, case, target, min_run_s) -> Row:
         load_weights(fn, dict(case.weights))
     in_perms, _ = LAYOUTS.get(name, ({}, None))
     inputs = [jax.device_put(x.transpose(in_perms[k]) if k in in_perms else x) for k, x in case.inputs.items()]
-    if isinstance(fn, nnx.Module):  # weights as arguments, as jax_side.run_module calls it
-        graphdef, state = nnx.split(fn)
-        jitted = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))
-        median, iqr, _ = time_jax(lambda: jitted(state, *inputs), min_run_s)
-    else:
-        jitted = jax.jit(fn)
-        median, iqr, _ = time_jax(lambda: jitted(*inputs), min_run_s)
+    # routed, as the PyTorch rows run and as the costed IR routes its tokens (jit traces on the first call)
+    with routed_moe():
+        if isinstance(fn, nnx.Module):  # weights as arguments, as jax_side.run_module calls it
+            graphdef, state = nnx.split(fn)
+            jitted = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))
+            median, iqr, _ = time_jax(lambda: jitted(state, *inputs), min_run_s)
+        else:
+            jitted = jax.jit(fn)
+            median, iqr, _ = time_jax(lambda: jitted(*inputs), min_run_s)
     ir = lower_named(name, "jax", case.shapes, case.dtype).module
     p = compiled_seconds(ir, target, "xla")
     return Row(name, size, "xla", _label(shapes), median, iqr, p.seconds, p.kernels)

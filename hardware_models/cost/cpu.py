@@ -5,7 +5,11 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
     GEMM        fitted.gemm_<dtype>_flop_per_s: the framework's GEMM library (oneDNN/MKL under
                 PyTorch eager and Inductor; XLA:CPU's own: fitted.xla_gemm_f32_flop_per_s, other
                 types at the ratio PyTorch measured) at a compute-bound size; 16-bit types without
-                AVX512_BF16/AMX convert to f32, which is why they are measured, not derived
+                AVX512_BF16/AMX convert to f32, which is why they are measured, not derived;
+                a smaller GEMM runs slower, from a second, small f32 row per library
+                (`size_factor`: straight in log FLOPs between the two rows, one batch member's FLOPs)
+    reductions  fitted.<runtime>_reduce_per_s: elements a row reduction reads per second (a
+                reduce in a fused loop, an ATen sum/mean/amax... eagerly), in place of its FLOPs
     vector      cores * f32 lanes * clock element operations per second (derived); a fused loop
                 that gathers, concatenates, pads or slices dynamically (SCALAR_LOOP_OPS) is not
                 vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
@@ -14,7 +18,7 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs 10x
                 XLA's in ATen, rsqrt 4x ATen's in XLA); a function without a row of its own costs
                 what its runtime's exponential costs; eager ATen kernels that are their own
-                (gelu, silu, softmax: `FrameworkOp.function`) have their own rows or exp's
+                (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
     levels      each level's bytes_per_s, measured by streaming c = a + b through it
 Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
     Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
@@ -33,8 +37,12 @@ A compiled kernel (a group of the plan):
                  member op counted as often as the fused loop evaluates it (`evaluations`)
     time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
              per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
-An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs and
-transcendentals (a convolution: its FLOPs at the conv rate + fitted.eager_conv_s), + fitted.eager_dispatch_s (fitted.eager_nested_s when another op's C++ calls it).
+    a call   fitted.<runtime>_call_s, or fitted.<runtime>_loop_call_s for a program with no
+             contraction (no GEMM library to call; host_runtime.py adds it)
+An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
+and transcendentals (a convolution: its FLOPs at the conv rate + fitted.eager_conv_s; the fused
+attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
+(fitted.eager_nested_s when another op's C++ calls it).
 
 Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
 its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
@@ -69,19 +77,49 @@ COMPILED = ("inductor", "xla")
 # The transcendental functions timed through every runtime (the IR's names; host_calibration.py);
 # one without a row of its own (power, tan, atan2, ...) costs what exponential costs.
 FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "rsqrt", "sine", "cosine")
-EAGER_KERNELS = ("gelu", "silu")  # ATen kernels of their own, timed eagerly (aten::gelu, aten::silu)
+EAGER_KERNELS = ("gelu", "silu", "layer_norm")  # ATen kernels of their own, timed eagerly (aten::gelu, ::silu, ::native_layer_norm)
 GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
 SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 
 
-def gemm_rate(target: Target, dtype: str, runtime: str = "inductor") -> float:
-    """FLOP/s of a GEMM in `dtype` through `runtime`'s GEMM library (measured)."""
+# n of the calibration's two square f32 GEMM rows (host_calibration.py times them): between
+# their FLOPs the rate grows from its small to its large value (`size_factor`).
+SMALL_GEMM_N, LARGE_GEMM_N = 128, 1024  # choices: 4.2 MFLOP (a decode-sized GEMM), 2.1 GFLOP (compute-bound)
+SMALL_GEMM_FLOPS, LARGE_GEMM_FLOPS = 2 * SMALL_GEMM_N**3, 2 * LARGE_GEMM_N**3
+
+
+def size_factor(target: Target, runtime: str, flops: float | None) -> float:
+    """The GEMM library's rate at `flops` (one GEMM: one batch member) over its rate at the
+    large row, from the two measured f32 rows (small: 128^3, large: 1024^3), straight in
+    log(FLOPs) between them and flat outside:
+        f = ln(flops / SMALL) / ln(LARGE / SMALL), clamped to [0, 1]
+        factor = (small_rate + f * (large_rate - small_rate)) / large_rate
+    A small GEMM runs below the large one's rate (fewer threads busy, its packing and
+    edges a larger share); XLA:CPU's dots fall further than oneDNN's. 1 without `flops`."""
+    prefix = "fitted.xla_gemm_f32" if runtime == "xla" else "fitted.gemm_f32"
+    if flops is None:
+        return 1.0
+    small, large = target[f"{prefix}_small_flop_per_s"], target[f"{prefix}_flop_per_s"]
+    f = min(max(math.log(max(flops, 1) / SMALL_GEMM_FLOPS) / math.log(LARGE_GEMM_FLOPS / SMALL_GEMM_FLOPS), 0.0), 1.0)
+    return (small + f * (large - small)) / large
+
+
+def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: float | None = None) -> float:
+    """FLOP/s of a GEMM in `dtype` through `runtime`'s GEMM library (measured); with `flops`
+    (one batch member's), at that size (`size_factor`)."""
     key = f"fitted.gemm_{GEMM_DTYPES.get(dtype, 'f32')}_flop_per_s"
     rate = target[key] if key in target.quantities else target["fitted.gemm_f32_flop_per_s"]
     if runtime == "xla":  # XLA:CPU's GEMM, at PyTorch's ratio between this type and f32
         rate *= target["fitted.xla_gemm_f32_flop_per_s"] / target["fitted.gemm_f32_flop_per_s"]
+    rate *= size_factor(target, runtime, flops)
     return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
+
+
+def reduce_rate(target: Target, runtime: str) -> float:
+    """Elements per second a row reduction reads through `runtime` (measured: a sum over rows of
+    512, host_calibration's reduce rows)."""
+    return target[f"fitted.{runtime}_reduce_per_s"]
 
 
 def conv_rate(target: Target, dtype: str, runtime: str) -> float:
@@ -163,6 +201,9 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
     for i, times in evaluations(plan, group).items():
         op = plan.ops[i].op
         cost = op_cost(op, module)
+        if op.short_name == "reduce":  # the elements it reads, at the runtime's reduction rate
+            trans["reduce"] = trans.get("reduce", 0.0) + op.operand_types[0].elements * times
+            continue
         flops += cost.flops * plan.flop_factor(op) * times
         if runtime == "xla" and op.short_name == "cosine" and plan.ops[i].operands[:1] in sines:
             continue
@@ -183,7 +224,8 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     overhead_s = target[f"fitted.{runtime}_kernel_s"]
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
-        rate = gemm_rate(target, tiling.shape.dtype, runtime)
+        shape = tiling.shape
+        rate = gemm_rate(target, shape.dtype, runtime, shape.flops / max(shape.batch, 1))
         if any(plan.ops[i].op.short_name == "convolution" for i in group.members):  # its own library kernel
             rate, overhead_s = conv_rate(target, tiling.shape.dtype, runtime), overhead_s + target[f"fitted.{runtime}_conv_s"]
         epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
@@ -195,7 +237,8 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     scalar = any(plan.ops[i].op.short_name in SCALAR_LOOP_OPS for i in group.members)
     rate = target["chip.cores"] * target["chip.clock_hz"] if scalar else vector_rate(target)
     share = threads(target, loop_elements(plan, group))
-    compute_s = (flops / rate + sum(n / transcendental_rate(target, runtime, fn) for fn, n in trans.items())) / share
+    compute_s = (flops / rate + sum(n / (reduce_rate(target, runtime) if fn == "reduce" else transcendental_rate(target, runtime, fn))
+                                    for fn, n in trans.items())) / share
     return roofline_cost(work.flops, int(flops), compute_s, bytes_, memory_s, compute_s, overhead_s)
 
 
@@ -206,15 +249,21 @@ def eager_op_seconds(op, target: Target) -> float:
     if op.name == "convolution":  # oneDNN's convolution: its own rate and fixed cost per call
         compute_s = op.flops / conv_rate(target, op.dtype, "eager") + target["fitted.eager_conv_s"]
     elif op.contraction:
-        compute_s = op.flops / gemm_rate(target, op.dtype, "eager")
+        compute_s = op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1))
+        if "scaled_dot_product" in op.name:  # the fused attention's own cost per query row (its online softmax's bookkeeping)
+            compute_s += op.rows * target["fitted.eager_sdpa_row_s"]
     else:
         share = threads(target, op.elements)
-        compute_s = (op.flops / vector_rate(target) + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
+        compute_s = (op.flops / vector_rate(target) + op.reduced / reduce_rate(target, "eager")
+                     + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
     return max(compute_s, memory_s) + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
 
 
-def call_overhead_s(target: Target, runtime: str) -> float:
-    """The fixed cost of one call of a compiled program through `runtime` (guards, wrapper, dispatch)."""
+def call_overhead_s(target: Target, runtime: str, loops_only: bool = False) -> float:
+    """The fixed cost of one call of a compiled program through `runtime` (guards, wrapper,
+    dispatch): measured on a one-GEMM program (fitted.R_call_s), and on a one-loop program for a
+    program that calls no library kernel (fitted.R_loop_call_s; a GEMM program's call costs more:
+    the library's threads are woken and its buffers allocated)."""
     if runtime not in COMPILED:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
-    return target[f"fitted.{runtime}_call_s"]
+    return target[f"fitted.{runtime}_loop_call_s" if loops_only else f"fitted.{runtime}_call_s"]

@@ -8,7 +8,7 @@ import pytest
 
 from hardware_models.cost.cpu import FUNCTIONS, GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
-from hardware_models.host_calibration import Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_calibration import SMALL_GEMM, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
 from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
@@ -71,12 +71,19 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         t = dispatch
         if spec.workload == "add" and spec.size > 1:
             t += spec.bytes / bandwidth
-        if spec.workload == "gemm":
-            t += spec.flops / gemm
+        loop = 0.2e-6 if spec.runtime != "eager" else 0  # a one-loop program's call: 0.2 us above the dispatch
+        if spec.workload == "add" and spec.size == 1:
+            t += loop
+        if spec.workload == "gemm":  # the small GEMM at half the large one's rate; XLA's a kernel of a GEMM program
+            t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm / 2 if spec.size == SMALL_GEMM and spec.dtype == "f32" else gemm)
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
-        if spec.workload == "unary":  # the runtime's call of one tiny kernel, then compute-bound
-            t += (1e-6 if spec.runtime != "eager" else 0) + spec.size / (exp_rate * (1 + FUNCTIONS.index(spec.fn)) if spec.fn in FUNCTIONS else exp_rate / 2)
+        if spec.workload == "unary":  # the runtime's call of one tiny loop, then compute-bound
+            t += loop + spec.size / (exp_rate * (1 + FUNCTIONS.index(spec.fn)) if spec.fn in FUNCTIONS else exp_rate / 2)
+        if spec.workload == "reduce":
+            t += loop + spec.size / 5e9
+        if spec.workload == "sdpa":  # 0.1 us per query row
+            t += 0.1e-6 * 256
         if spec.workload == "conv":  # a library call's fixed 50 us, then 20 GFLOP/s
             t += (1e-6 if spec.runtime != "eager" else 0) + 50e-6 + spec.flops / 20e9
         if spec.workload == "mean":
@@ -113,6 +120,13 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.eager_gelu_per_s"] == pytest.approx(0.5e9, rel=1e-6) and "fitted.xla_gelu_per_s" not in fits
     assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
     assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
+    for runtime in ("inductor", "xla"):  # a loop program's call: its row less one kernel
+        assert fits[f"fitted.{runtime}_loop_call_s"] == pytest.approx(2e-6 + 0.2e-6 - 1e-6)
+    for runtime in ("eager", "inductor", "xla"):
+        assert fits[f"fitted.{runtime}_reduce_per_s"] == pytest.approx(5e9, rel=1e-6)
+    assert fits["fitted.gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
+    assert fits["fitted.xla_gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
+    assert fits["fitted.eager_sdpa_row_s"] == pytest.approx(0.1e-6, rel=1e-6)
 
 
 def test_the_committed_target_refits_from_the_rows_it_cites_a_regression_guard():
@@ -269,3 +283,64 @@ def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(
     damaged.write_text("\n".join(line for line in text.splitlines() if not line.startswith("xla_sine_per_s")))
     with pytest.raises(BadTargetFile, match="fitted.xla_sine_per_s': missing"):
         load_target_file(damaged)
+
+
+def test_a_gemms_rate_grows_with_its_size_between_the_two_measured_rows_by_hand():
+    """size_factor: the small row's rate at 2 * 128^3 FLOPs and below, the large row's at
+    2 * 1024^3 and above, straight in log FLOPs between (halfway in log: 2 * 362^3 ~ 2 * 128^3 * 8^1.5)."""
+    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, SMALL_GEMM_FLOPS, size_factor
+
+    t = get_target("host-cpu")
+    for runtime, prefix in (("eager", "fitted.gemm_f32"), ("xla", "fitted.xla_gemm_f32")):
+        small, large = t[f"{prefix}_small_flop_per_s"], t[f"{prefix}_flop_per_s"]
+        assert gemm_rate(t, "f32", runtime, SMALL_GEMM_FLOPS) == pytest.approx(small)
+        assert gemm_rate(t, "f32", runtime, 1) == pytest.approx(small)  # flat below the small row
+        assert gemm_rate(t, "f32", runtime, LARGE_GEMM_FLOPS * 8) == pytest.approx(large)
+        middle = (SMALL_GEMM_FLOPS * LARGE_GEMM_FLOPS) ** 0.5
+        assert gemm_rate(t, "f32", runtime, middle) == pytest.approx((small + large) / 2)
+        assert size_factor(t, runtime, None) == 1.0
+    # a batched GEMM's rate follows one member: 64 GEMMs of 128^3 run at the small rate
+    op = FrameworkOp("bmm", 0, 64 * SMALL_GEMM_FLOPS, contraction=True, batch=64)
+    one = FrameworkOp("bmm", 0, SMALL_GEMM_FLOPS, contraction=True)
+    assert eager_seconds([op], t, 0).work_s - t["fitted.eager_dispatch_s"] == pytest.approx(
+        64 * (eager_seconds([one], t, 0).work_s - t["fitted.eager_dispatch_s"]), rel=1e-9)
+
+
+def test_a_reduction_costs_its_elements_at_the_runtimes_reduce_rate_by_hand():
+    t = get_target("host-cpu")
+    n = 4 * GRAIN  # above the grain: every core, as the row was measured
+    op = FrameworkOp("sum", 0, 0, elements=n, reduced=n)
+    assert eager_seconds([op], t, 0).work_s == pytest.approx(n / t["fitted.eager_reduce_per_s"] + t["fitted.eager_dispatch_s"])
+
+
+def test_the_fused_attention_pays_per_query_row_by_hand():
+    t = get_target("host-cpu")
+    flops, rows = 4 * 2 * 8 * 32 * 32 * 16, 2 * 8 * 32
+    op = FrameworkOp("_scaled_dot_product_flash_attention_for_cpu", 0, flops, contraction=True, batch=16, rows=rows)
+    expected = flops / gemm_rate(t, "f32", "eager", flops / 16) + rows * t["fitted.eager_sdpa_row_s"] + t["fitted.eager_dispatch_s"]
+    assert eager_seconds([op], t, 0).work_s == pytest.approx(expected)
+
+
+@pytest.mark.jax
+def test_a_program_of_loops_alone_pays_the_loop_call_one_with_a_gemm_the_gemm_call():
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.host_runtime import compiled_seconds
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    x = jax.ShapeDtypeStruct((8, 8), jnp.float32)
+    loops = compiled_seconds(lower_function(lambda a, b: jnp.exp(a) + b, x, x), t, "xla")
+    gemm = compiled_seconds(lower_function(lambda a, b: a @ b, x, x), t, "xla")
+    assert loops.overhead_s == t["fitted.xla_loop_call_s"] and gemm.overhead_s == t["fitted.xla_call_s"]
+
+
+def test_a_stream_pair_whose_difference_is_noise_falls_back_to_the_larger_row_less_the_dispatch():
+    rows = synthetic_rows()
+    lo, hi = sorted((m for m in rows if m.spec.level == "l1d"), key=lambda m: m.spec.size)
+    noisy = [Measured(m.spec, m.median_s, 1.0 if m in (lo, hi) else 0.0, m.runs) for m in rows]  # an IQR far above the gap
+    key = "fitted.l1d_bytes_per_s"
+    value, cited = fit(noisy)[key]
+    assert value == pytest.approx(hi.spec.bytes / (hi.median_s - 2e-6)) and cited == f"{hi.spec.id} H01"
+    assert fit(rows)[key][1] == f"{lo.spec.id} {hi.spec.id}"  # a clean pair: the slope
