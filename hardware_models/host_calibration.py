@@ -34,11 +34,20 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    fitted.R_F_per_s = n / (t - t(loop call)): H01 eagerly, the one-add program
                    compiled (below): the runtime's cost of a call of one tiny loop
     H55...         a 3 x 3 convolution (padding 1; NCHW in PyTorch, NHWC in JAX, as each side's
-                   catalogue entry runs it) with 4 and with 64 channels in and out
-                   (CONV_SIZES), through each runtime: its own library kernel (oneDNN under eager and
-                   Inductor, XLA:CPU's own), with a fixed cost per call far above a GEMM's
-                   fitted.R_conv_flop_per_s = (F(large) - F(small)) / (t(large) - t(small)), the slope;
-                   fitted.R_conv_s = t(small) - t(H01, H03 or H05) - F(small) / that rate
+                   catalogue entry runs it) through each runtime at four shapes (CONV_SHAPES): its
+                   own library kernel (oneDNN under eager and Inductor, XLA:CPU's own), whose time is
+                       t = base + fixed + F / (rate * K / (K + K0)),   K = c_in * 3 * 3
+                   a fixed cost per call far above a GEMM's (oneDNN's for a batch of images several
+                   times its one image's), and a rate that falls with the reduction depth K (each
+                   output's K multiply-adds amortize its tile's loads and stores: K0 is the depth
+                   at which the rate halves). Rows: tiny (1 image, 4 -> 4, 4 x 4), tiny batched
+                   (2 images), shallow (2 x 4 -> 64, 32 x 32: K = 36) and deep (2 x 64 -> 64: K = 576),
+                   base = t(H01, H03 or H05):
+                   fitted.R_conv_s = t(tiny) - base;  fitted.R_conv_batched_s = t(tiny batched) - base
+                   (each less its own 9 kFLOP at the fit below: the four formulas are iterated 3 times)
+                   r = ((t(shallow) - base - batched) / F(shallow)) / ((t(deep) - base - batched) / F(deep))
+                   fitted.R_conv_depth = K0 = (r - 1) / (1 / K(shallow) - r / K(deep)), at least 0
+                   fitted.R_conv_flop_per_s = F(deep) * (1 + K0 / K(deep)) / (t(deep) - base - batched)
     then           a + b of 1-element tensors, torch.compile'd and jax.jit'ed: the call of a program
                    of loops alone, which calls no library (the GEMM programs' call wakes its threads)
                    fitted.R_loop_call_s = t - fitted.R_kernel_s
@@ -51,6 +60,12 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    scaled dot-product attention of SDPA_SHAPE (b, h, t, d), eagerly: ATen's fused
                    attention pays per query row (its online softmax's bookkeeping) far above its FLOPs
                    fitted.eager_sdpa_row_s = (t - t(H01)) / (b * h * t)
+                   16 GEMMs of COLD_GEMM (m, k, n) = (32, 256, 512), eagerly (F.linear) and
+                   jax.jit'ed, reading one weight 16 times, then W distinct weights (512 KiB each,
+                   4x the private caches together): a weight that is not in a core's own caches is
+                   streamed while the GEMM packs it, far below any stream row's bandwidth
+                   fitted.gemm_cold_bytes_per_s, fitted.xla_gemm_cold_bytes_per_s
+                       = 16 * 512 KiB / (t(W weights) - t(one weight))
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -77,8 +92,10 @@ CHAIN_N = 8  # their side: tiny, so the rows time the runtime, not the arithmeti
 UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out inside any L3 we know
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
-CONV_SIZES = {4: (1, 8), 64: (2, 32)}
+CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
+COLD_GEMM = (32, 256, 512)  # (m, k, n) of the weight-streaming rows: a 512 KiB f32 weight, an MoE expert's
 SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
+UNMEASURABLE = 1e15  # a rate (bytes or FLOPs per second) above any this machine has: its two rows did not differ
 FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a difference of rows negative
 CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny GEMM program
 
@@ -89,8 +106,8 @@ class RowSpec:
     inside an nn.Module), "mm-chain" (size = dependent CHAIN_N-square matmuls), "args" (a sum of `size` 1-element arguments), "mean" (of one element; size = the
     nested ops ATen runs for it), "gemm"
     (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements), "conv" (size =
-    channels in and out, CONV_SIZES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
-    or "sdpa" (attention of SDPA_SHAPE). A compiled "add" of size 1 is the loop program's call."""
+    the index of its shape in CONV_SHAPES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
+    or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights). A compiled "add" of size 1 is the loop program's call."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -106,10 +123,13 @@ class RowSpec:
         if self.workload == "mm-chain":
             return (self.size + 2) * CHAIN_N**2 * e
         if self.workload == "conv":
-            b, hw = CONV_SIZES[self.size]
-            return (2 * b * self.size * hw * hw + 9 * self.size**2) * e
+            b, ci, co, hw = CONV_SHAPES[self.size]
+            return (b * (ci + co) * hw * hw + 9 * ci * co) * e
         if self.workload == "sdpa":  # q, k, v and the output, SDPA_SHAPE
             return 4 * math.prod(SDPA_SHAPE) * e
+        if self.workload == "weights":  # `size` distinct weights, each read by one of 16 GEMMs
+            m, k, n = COLD_GEMM
+            return (self.size * k * n + 16 * (m * k + m * n)) * e
         if self.workload == "reduce":
             return (self.size + self.size // REDUCE_ROW) * e
         if self.workload in ("mean", "args"):
@@ -121,11 +141,13 @@ class RowSpec:
         if self.workload == "mm-chain":
             return 2 * self.size * CHAIN_N**3
         if self.workload == "conv":
-            b, hw = CONV_SIZES[self.size]
-            return 2 * b * hw * hw * self.size**2 * 9
+            b, ci, co, hw = CONV_SHAPES[self.size]
+            return 2 * b * hw * hw * ci * co * 9
         if self.workload == "sdpa":
             b, h, t, d = SDPA_SHAPE
             return 4 * b * h * t * t * d
+        if self.workload == "weights":
+            return 16 * 2 * math.prod(COLD_GEMM)
         if self.workload == "reduce":
             return self.size
         return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
@@ -171,8 +193,8 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
         for fn in FUNCTIONS + (EAGER_KERNELS if runtime == "eager" else ()):
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "unary", "f32", UNARY_N, fn=fn))
     for runtime in RUNTIMES:
-        for channels in CONV_SIZES:
-            rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "conv", "f32", channels))
+        for index in range(len(CONV_SHAPES)):
+            rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "conv", "f32", index))
     for runtime in COMPILED:  # the call of a program of loops alone (no GEMM library)
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "add", "f32", 1))
     for runtime in RUNTIMES:
@@ -180,7 +202,21 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", SMALL_GEMM))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", SMALL_GEMM))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "sdpa", "f32", 1))
+    weights = max(2, math.ceil(4 * private_bytes(host) / cold_weight_bytes()))  # 4x the private caches
+    for runtime in ("eager", "xla"):
+        for count in (1, weights):
+            rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "weights", "f32", count))
     return rows
+
+
+def private_bytes(host: HostCpu) -> int:
+    """The caches each core has to itself, every core's together (L1d and L2 here)."""
+    return sum(c.bytes * host.cores for c in host.caches if c.shared_by == 1)
+
+
+def cold_weight_bytes() -> int:
+    m, k, n = COLD_GEMM
+    return 4 * k * n
 
 
 def _loop_call(measured: list[Measured], runtime: str) -> Measured:
@@ -222,6 +258,10 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
             small = "_small" if s.size == SMALL_GEMM and s.dtype == "f32" else ""
             key = f"fitted.xla_gemm_f32{small}_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}{small}_flop_per_s"
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
+        elif s.workload == "weights" and s.size > 1:  # against the row of one weight, read 16 times
+            hot = next(h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1)
+            key = "fitted.xla_gemm_cold_bytes_per_s" if s.runtime == "xla" else "fitted.gemm_cold_bytes_per_s"
+            out[key] = (16 * cold_weight_bytes() / max(m.median_s - hot.median_s, 1e-12), f"{s.id} {hot.spec.id}")
         elif s.workload == "sdpa":
             rows = math.prod(SDPA_SHAPE[:-1])
             out["fitted.eager_sdpa_row_s"] = (max(m.median_s - t["H01"], FLOOR) / rows, f"{s.id} H01")
@@ -233,12 +273,26 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         name = m.spec.fn if m.spec.workload == "unary" else "reduce"
         out[f"fitted.{m.spec.runtime}_{name}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
     for runtime in RUNTIMES:
-        small, large = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime), key=lambda m: m.spec.size)
-        rate = (large.spec.flops - small.spec.flops) / max(large.median_s - small.median_s, 1e-12)
-        rows = f"{small.spec.id} {large.spec.id}"
+        tiny, batched, shallow, deep = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime),
+                                              key=lambda m: m.spec.size)
+        base, depth, rate = t[CALL_ROWS[runtime]], 0.0, float("inf")
+
+        def work(m):  # a row's own arithmetic at the current fit
+            k = CONV_SHAPES[m.spec.size][1] * 9
+            return m.spec.flops * (1 + depth / k) / rate
+
+        for _ in range(3):  # the tiny rows' own work (9 kFLOP) taken out of their fixed costs: 3 rounds converge
+            fixed = max(batched.median_s - base - work(batched), FLOOR)
+            (k_s, f_s, t_s), (k_d, f_d, t_d) = ((CONV_SHAPES[m.spec.size][1] * 9, m.spec.flops, max(m.median_s - base - fixed, 1e-12))
+                                                for m in (shallow, deep))
+            r = (t_s / f_s) / (t_d / f_d)
+            depth = max((r - 1) / (1 / k_s - r / k_d), 0.0) if 1 / k_s > r / k_d else 0.0
+            rate = f_d * (1 + depth / k_d) / t_d
+        rows = f"{shallow.spec.id} {deep.spec.id} {batched.spec.id} {CALL_ROWS[runtime]}"
+        out[f"fitted.{runtime}_conv_s"] = (max(tiny.median_s - base - work(tiny), FLOOR), f"{tiny.spec.id} {rows}")
+        out[f"fitted.{runtime}_conv_batched_s"] = (fixed, rows)
+        out[f"fitted.{runtime}_conv_depth"] = (max(depth, FLOOR), rows)
         out[f"fitted.{runtime}_conv_flop_per_s"] = (rate, rows)
-        base = CALL_ROWS[runtime]
-        out[f"fitted.{runtime}_conv_s"] = (max(small.median_s - t[base] - small.spec.flops / rate, FLOOR), f"{rows} {base}")
     mean = next((m for m in measured if m.spec.workload == "mean"), None)
     if mean is not None:
         out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], FLOOR) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
@@ -308,8 +362,9 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         "", "[fitted]",
     ]
     for key, (value, rows) in sorted(fits.items()):
-        note = ("median of repeated calls on this machine" if value > FLOOR else
-                f"at its floor ({FLOOR:g}): the row ran no slower than the row it is measured against (noise)")
+        note = ("median of repeated calls on this machine" if FLOOR < value < UNMEASURABLE else
+                f"at its floor ({FLOOR:g}): the row ran no slower than the row it is measured against (noise)" if value <= FLOOR else
+                "no cost measured: the row ran no slower than the row it is measured against (noise), so this rate costs ~nothing")
         lines.append(f"{key.removeprefix('fitted.')} = {_q(value, 'F ' + rows, note)}")
     dram = host.memory_bytes
     lines += ["", "[levels.dram]", 'role = "main"', "on_chip = false",

@@ -15,7 +15,8 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
               each kernel + fitted.inductor_kernel_s, + fitted.inductor_call_s per call
               (fitted.inductor_loop_call_s for a program without a contraction; XLA alike)
               + fitted.inductor_arg_s per argument beyond two (weights are arguments)
-    xla       jax.jit: JAX's IR, the same passes, XLA:CPU's GEMM and transcendental rates,
+    xla       jax.jit: JAX's IR, the same passes but for XLA:CPU's fusion (a reduction ends its
+              kernel: families/cpu.py XLA_CPU_PIPELINE), XLA:CPU's GEMM and transcendental rates,
               + fitted.xla_kernel_s per kernel, + fitted.xla_call_s per call, + fitted.xla_arg_s
               per argument beyond two
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.cost.cpu import COMPILED, call_overhead_s, cpu_group_cost, eager_op_seconds
+from hardware_models.cost.cpu import COMPILED, call_overhead_s, cold_weight_seconds, cpu_group_cost, eager_op_seconds
 from hardware_models.cost.model import Cost
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import Target
@@ -49,6 +50,8 @@ class FrameworkOp:
     reduced: int = 0  # elements a reduction reads (cost/cpu.py reduce_rate)
     batch: int = 1  # a batched GEMM's batch members (its rate follows one member's FLOPs)
     rows: int = 0  # a fused attention's query rows (batch x heads x queries)
+    rhs_bytes: int = 0  # a GEMM's second operand (a linear layer's weight)
+    depth: int = 0  # a convolution's reduction depth (c_in x kernel taps; its batch: the images)
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,37 @@ def _check(target: Target) -> None:
         raise UnknownName("host-CPU target", target.name, ["a target of the cpu family (host-cpu)"])
 
 
-def eager_seconds(ops: list[FrameworkOp], target: Target, module_calls: int = 1) -> RuntimeTime:
-    """Predict one eager PyTorch call from the ATen ops it dispatches (module doc)."""
+def eager_seconds(ops: list[FrameworkOp], target: Target, module_calls: int = 1, weight_bytes: int = 0) -> RuntimeTime:
+    """Predict one eager PyTorch call from the ATen ops it dispatches (module doc); `weight_bytes`:
+    the module's parameters, which its GEMMs stream when they outgrow the private caches."""
     _check(target)
     work = sum(eager_op_seconds(op, target) for op in ops)
+    work += cold_weight_seconds(target, "eager", sum(op.rhs_bytes for op in ops), weight_bytes)
     return RuntimeTime("eager", len(ops), work, module_calls * target["fitted.eager_module_call_s"])
+
+
+def _argument_reads(plan, module: Module) -> tuple[int, int]:
+    """(bytes the dots read straight from the program's arguments, summed per read; the distinct
+    arguments' bytes): a dot's weight, through transposes and converts, is an argument."""
+    graph = plan.value_graph()
+    args = {f"{module.main.name}{name}": t for name, t in module.main.args}  # as the plan names the entry's values
+    reads, distinct = 0, {}
+    for group in plan.groups:
+        for i in group.members:
+            p = plan.ops[i]
+            if p.op.short_name not in ("dot_general", "dot"):
+                continue
+            for v in p.operands:
+                root = graph.root(v)
+                while root not in args and root in graph.producer:  # back through layout and type ops
+                    q = plan.ops[graph.producer[root]]
+                    if q.op.short_name not in ("transpose", "convert", "reshape", "bitcast_convert") or not q.operands:
+                        break
+                    root = graph.root(q.operands[0])
+                if root in args:
+                    reads += args[root].nbytes
+                    distinct[root] = args[root].nbytes
+    return reads, sum(distinct.values())
 
 
 def compiled_seconds(module: Module, target: Target, runtime: str) -> RuntimeTime:
@@ -87,11 +116,14 @@ def compiled_seconds(module: Module, target: Target, runtime: str) -> RuntimeTim
     if runtime not in COMPILED:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
     _check(target)
+    from hardware_models.families.cpu import XLA_CPU_PIPELINE
+
     module = getattr(module, "module", module)
-    plan = compile_plan(module, target)
+    plan = compile_plan(module, target, pipeline=XLA_CPU_PIPELINE if runtime == "xla" else None)
     cost = Cost()
     for group in plan.groups:
         cost = cost + cpu_group_cost(module, plan, group, target, runtime) * group.repeats
+    cost = cost + Cost(time_s=cold_weight_seconds(target, runtime, *_argument_reads(plan, module)))
     extra_args = max(len(module.main.args) - 2, 0)  # the call rows took two arguments
     loops_only = not any(g.kind == "contraction" for g in plan.groups)
     overhead = call_overhead_s(target, runtime, loops_only) + extra_args * target[f"fitted.{runtime}_arg_s"]

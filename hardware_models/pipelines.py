@@ -29,7 +29,7 @@ def pass_names(target: Target) -> list[str]:
 
 
 def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None,
-                 strict_dtypes: bool = False, without: tuple[str, ...] = ()) -> Plan:
+                 strict_dtypes: bool = False, without: tuple[str, ...] = (), pipeline: tuple | None = None) -> Plan:
     """Run the target family's pipeline over the IR: the compiled result, as data.
 
     Args:
@@ -42,6 +42,8 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
             costing its emulation (`--strict-dtypes`; resolve_dtypes).
         without: passes to leave out, to cost what one of them decided (compare costs a plan
             without fold_upcasts to say what the folded upcasts would have cost).
+        pipeline: another compiler's pipeline for the same family (the host CPU's jax.jit:
+            families/cpu.py XLA_CPU_PIPELINE); the family's own by default.
 
     Raises:
         UnsupportedDtype: the program uses a floating type the target lacks and cannot emulate
@@ -51,7 +53,7 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
         InvalidPlan: a pass left the plan inconsistent (a bug in that pass; the error names it).
     """
     module = getattr(module, "module", module)  # a Lowering: its IR
-    pipeline = target.family_record.pipeline
+    pipeline = pipeline or target.family_record.pipeline
     names = [pass_name(step) for step in pipeline]
     if stop_after is not None and stop_after not in names:
         raise UnknownName("pass", stop_after, names)

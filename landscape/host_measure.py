@@ -6,8 +6,9 @@ calls, with the interquartile range as the spread (a shared 2-core machine is no
     JAX (jax.jit): the same recipe by hand: calls in blocks of at least BLOCK_S, each block
         ended by block_until_ready (JAX dispatches asynchronously), per-call times per block
 
-`measure_rows` times the calibration rows (hardware_models/host_calibration.py) and
-`calibrate` writes the target file and its rows. torch and jax are imported here, inside the
+`measure_rows` times the calibration rows (hardware_models/host_calibration.py) in PASSES
+sweeps over them all, keeping each row's median across the sweeps (the machine's speed drifts
+over minutes), and `calibrate` writes the target file and its rows. torch and jax are imported here, inside the
 functions, only when a command runs.
 """
 
@@ -20,7 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (CHAIN_N, CONV_SIZES, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
+from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
                                               target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
@@ -66,11 +67,12 @@ def time_jax(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
     return statistics.median(times), q[2] - q[0], len(times)
 
 
-def _torch_row(spec: RowSpec, min_run_s: float):
+def _torch_row(spec: RowSpec):
+    """The call a PyTorch row times (its tensors made, torch.compile'd where compiled; compiled at its first call)."""
     import torch
 
     with torch.inference_mode():  # as pytorch_side runs modules, and as validate times them
-        return _torch_row_timed(spec, min_run_s)
+        return _torch_row_call(spec)
 
 
 def _add_module():
@@ -109,71 +111,79 @@ def _jax_function(fn: str):
             "erfc": jax.lax.erfc, "sqrt": jnp.sqrt, "rsqrt": jax.lax.rsqrt, "sine": jnp.sin, "cosine": jnp.cos}[fn]
 
 
-def _torch_row_timed(spec: RowSpec, min_run_s: float):
+def _torch_row_call(spec: RowSpec):
     import torch
 
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[spec.dtype]
     gen = torch.Generator().manual_seed(0)
     if spec.workload == "gemm":
         a, b = (torch.randn(spec.size, spec.size, generator=gen).to(dtype) for _ in range(2))
-        return time_torch(lambda: torch.mm(a, b), min_run_s)
+        return lambda: torch.mm(a, b)
     if spec.workload == "conv":
-        return _torch_conv(spec, min_run_s)
+        return _torch_conv(spec)
+    if spec.workload == "weights":  # 16 linears over `size` distinct weights, in turn
+        m, k, n = COLD_GEMM
+        x, weights = torch.randn(m, k, generator=gen), [torch.randn(n, k, generator=gen) for _ in range(spec.size)]
+        order = [weights[i % spec.size] for i in range(16)]
+
+        def linears():
+            for w in order:
+                torch.nn.functional.linear(x, w)
+
+        return linears
     if spec.workload == "sdpa":
         q, k, v = (torch.randn(*SDPA_SHAPE, generator=gen) for _ in range(3))
-        return time_torch(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v), min_run_s)
+        return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
     x = torch.randn(spec.size, generator=gen).to(dtype)
     if spec.workload == "reduce":  # a sum over each row of REDUCE_ROW elements
         rows, fn = x.view(-1, REDUCE_ROW), lambda a: a.sum(-1)
         fn = _compiled(fn) if spec.runtime == "inductor" else fn
-        return time_torch(lambda: fn(rows), min_run_s)
+        return lambda: fn(rows)
     if spec.workload == "mm-chain":
-        return _torch_chain(spec, min_run_s)
+        return _torch_chain(spec)
     if spec.workload == "args":
         args = [torch.randn(1) for _ in range(spec.size)]
         total = torch.compile(lambda *xs: sum(xs), dynamic=False)
-        return time_torch(lambda: total(*args), min_run_s)
+        return lambda: total(*args)
     if spec.workload == "mean":
         one = torch.randn(1, 1)
-        return time_torch(lambda: torch.mean(one, -1), min_run_s)
+        return lambda: torch.mean(one, -1)
     if spec.workload == "unary":
         fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
         fn = _compiled(fn) if spec.runtime == "inductor" else fn
-        return time_torch(lambda: fn(x), min_run_s)
+        return lambda: fn(x)
     y, out = torch.randn(spec.size, generator=gen).to(dtype), torch.empty_like(x)
     if spec.workload == "module-add":
         module = _add_module()
-        return time_torch(lambda: module(x, y), min_run_s)
+        return lambda: module(x, y)
     if spec.runtime == "inductor":  # the call of a program of one loop
         add = _compiled(lambda a, b: a + b)
-        return time_torch(lambda: add(x, y), min_run_s)
+        return lambda: add(x, y)
     if spec.size == 1:  # the dispatch row: as eager code adds, allocating its result
-        return time_torch(lambda: x + y, min_run_s)
-    return time_torch(lambda: torch.add(x, y, out=out), min_run_s)
+        return lambda: x + y
+    return lambda: torch.add(x, y, out=out)
 
 
 def _compiled(fn):
-    """torch.compile of `fn` after a reset: each row its own compile, none a recompile of another's."""
+    """torch.compile of `fn`, compiled at its first call (measure_rows lets every row keep its own compile)."""
     import torch
-    import torch._dynamo
 
-    torch._dynamo.reset()
     return torch.compile(fn, dynamic=False)
 
 
-def _torch_conv(spec: RowSpec, min_run_s: float):
-    """A 3 x 3 convolution, NCHW, padding 1 (host_calibration.CONV_SIZES), eager or compiled."""
+def _torch_conv(spec: RowSpec):
+    """A 3 x 3 convolution, NCHW, padding 1 (host_calibration.CONV_SHAPES), eager or compiled."""
     import torch
     import torch.nn.functional as F
 
-    batch, hw = CONV_SIZES[spec.size]
-    x, w = torch.randn(batch, spec.size, hw, hw), torch.randn(spec.size, spec.size, 3, 3) / spec.size
+    batch, c_in, c_out, hw = CONV_SHAPES[spec.size]
+    x, w = torch.randn(batch, c_in, hw, hw), torch.randn(c_out, c_in, 3, 3) / c_in
     fn = lambda a, b: F.conv2d(a, b, padding=1)  # noqa: E731
     fn = _compiled(fn) if spec.runtime == "inductor" else fn
-    return time_torch(lambda: fn(x, w), min_run_s)
+    return lambda: fn(x, w)
 
 
-def _torch_chain(spec: RowSpec, min_run_s: float):
+def _torch_chain(spec: RowSpec):
     import torch
     from torch import nn
 
@@ -185,10 +195,11 @@ def _torch_chain(spec: RowSpec, min_run_s: float):
 
     x, w = torch.randn(CHAIN_N, CHAIN_N), torch.randn(CHAIN_N, CHAIN_N) / CHAIN_N
     module = torch.compile(Chain(), dynamic=False)
-    return time_torch(lambda: module(x, w), min_run_s)
+    return lambda: module(x, w)
 
 
-def _jax_row(spec: RowSpec, min_run_s: float):
+def _jax_row(spec: RowSpec):
+    """The call a JAX row times (jitted; compiled at its first call)."""
     import jax
     import jax.numpy as jnp
 
@@ -197,7 +208,13 @@ def _jax_row(spec: RowSpec, min_run_s: float):
     if spec.workload == "gemm":
         a, b = (jax.random.normal(k, (spec.size, spec.size), dtype) for k in keys)
         f = jax.jit(jnp.matmul)
-        return time_jax(lambda: f(a, b), min_run_s)
+        return lambda: f(a, b)
+    if spec.workload == "weights":  # 16 dots of distinct rows over `size` distinct weights (no two alike: none merged)
+        m, k, n = COLD_GEMM
+        xs = jax.random.normal(keys[0], (16, m, k))
+        weights = [jax.random.normal(k_, (k, n)) for k_ in jax.random.split(keys[1], spec.size)]
+        f = jax.jit(lambda xs, *ws: tuple(xs[i] @ ws[i % len(ws)] for i in range(16)))
+        return lambda: f(xs, *weights)
     if spec.workload == "mm-chain":
         def chain(x, w):
             for _ in range(spec.size):
@@ -206,43 +223,70 @@ def _jax_row(spec: RowSpec, min_run_s: float):
 
         x, w = jax.random.normal(keys[0], (CHAIN_N, CHAIN_N)), jax.random.normal(keys[1], (CHAIN_N, CHAIN_N)) / CHAIN_N
         f = jax.jit(chain)
-        return time_jax(lambda: f(x, w), min_run_s)
+        return lambda: f(x, w)
     if spec.workload == "args":
         args = [jax.random.normal(k, (1,)) for k in jax.random.split(keys[0], spec.size)]
         f = jax.jit(lambda *xs: sum(xs))
-        return time_jax(lambda: f(*args), min_run_s)
+        return lambda: f(*args)
     if spec.workload == "conv":  # NHWC, as the JAX side's nnx.Conv runs it
-        batch, hw = CONV_SIZES[spec.size]
-        x, w = jax.random.normal(keys[0], (batch, hw, hw, spec.size)), jax.random.normal(keys[1], (3, 3, spec.size, spec.size)) / spec.size
+        batch, c_in, c_out, hw = CONV_SHAPES[spec.size]
+        x, w = jax.random.normal(keys[0], (batch, hw, hw, c_in)), jax.random.normal(keys[1], (3, 3, c_in, c_out)) / c_in
         f = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
-        return time_jax(lambda: f(x, w), min_run_s)
+        return lambda: f(x, w)
     x, y = (jax.random.normal(k, (spec.size,), dtype) for k in keys)
     if spec.workload == "reduce":
         f, rows = jax.jit(lambda a: a.sum(-1)), x.reshape(-1, REDUCE_ROW)
-        return time_jax(lambda: f(rows), min_run_s)
+        return lambda: f(rows)
     if spec.workload == "unary":
         f, x = jax.jit(_jax_function(spec.fn)), _domain(spec.fn, x)
-        return time_jax(lambda: f(x), min_run_s)
+        return lambda: f(x)
     f = jax.jit(jnp.add)
-    return time_jax(lambda: f(x, y), min_run_s)
+    return lambda: f(x, y)
+
+
+PASSES = 3  # sweeps over the rows: each row timed once per sweep, for a third of its time
 
 
 def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=None) -> list[Measured]:
-    out = []
+    """Time every row in PASSES sweeps over the whole set, min_run_s / PASSES each, and keep
+    each row's median over the sweeps (and the median of its IQRs): a shared machine's speed
+    drifts over minutes, and a row timed once would carry its moment's speed into every fit
+    that reads it (the call rows into all the others)."""
+    import torch
+    import torch._dynamo
+
+    torch._dynamo.reset()  # a fresh cache: every compiled row compiles here
+    calls = []
     for spec in specs:
         if spec.workload == "mean":  # its size: the nested ops the eager tracer sees in it
-            import torch
-
             from landscape.host_validate import trace_eager
 
             with torch.inference_mode():
                 ops = trace_eager(lambda x: torch.mean(x, -1), [torch.randn(1, 1)])
             spec = replace(spec, size=sum(op.nested for op in ops))
-        median, iqr, runs = (_jax_row if spec.runtime == "xla" else _torch_row)(spec, min_run_s)
-        out.append(Measured(spec, median, iqr, runs))
-        if progress:
-            progress(out[-1])
-    return out
+        calls.append((spec, _jax_row(spec) if spec.runtime == "xla" else _torch_row(spec)))
+    samples: list[list[tuple[float, float, int]]] = [[] for _ in calls]
+    # Rows that compile the same Python function (a lambda made per row) are each a guard-distinct
+    # entry of its one dynamo cache: allow them all, or the later ones would run eagerly.
+    with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(calls))):
+        for sweep in range(PASSES):
+            previous = None
+            for (spec, fn), got in zip(calls, samples):
+                if spec.runtime == "xla":
+                    if previous not in (None, "xla"):
+                        time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
+                    got.append(time_jax(fn, min_run_s / PASSES))
+                else:
+                    with torch.inference_mode():
+                        got.append(time_torch(fn, min_run_s / PASSES))
+                previous = spec.runtime
+                if progress and sweep == PASSES - 1:
+                    progress(_measured(spec, got))
+    return [_measured(spec, got) for (spec, _), got in zip(calls, samples)]
+
+
+def _measured(spec: RowSpec, got: list[tuple[float, float, int]]) -> Measured:
+    return Measured(spec, statistics.median(m for m, _, _ in got), statistics.median(q for _, q, _ in got), sum(r for _, _, r in got))
 
 
 def calibrate(out_dir: Path, min_run_s: float = MIN_RUN_S, progress=None) -> tuple[Path, Path, dict]:

@@ -167,7 +167,7 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
         children = [c for c in event.cpu_children
                     if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)]
         shapes = [tuple(s) for s in event.input_shapes if isinstance(s, (list, tuple)) and s]
-        moved = flops = trans = out = reduced = 0
+        moved = flops = trans = out = reduced = depth = rhs = 0
         batch = 1
         if (name in CONTRACTIONS or not children) and name not in VIEWS and shapes:
             sizes = [math.prod(s) for s in shapes]
@@ -189,92 +189,122 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
                 flops, reduced = 0, sizes[0]
             if name in ("bmm", "baddbmm"):
                 batch = shapes[-2][0]
+            if name in ("mm", "addmm"):  # a linear layer's weight, as the library reads it
+                rhs = math.prod(shapes[-1]) * element_bytes
+            elif name == "convolution":  # input [N, C, H, W], weight [O, C/groups, kh, kw]
+                batch, depth = shapes[0][0], math.prod(shapes[1][1:])
             elif "scaled_dot_product" in name:
                 batch = math.prod(shapes[0][:-2])
         rows = math.prod(shapes[0][:-1]) if "scaled_dot_product" in name and name in CONTRACTIONS and shapes else 0
         ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0,
-                               TRANSCENDENTAL.get(name, "exponential"), reduced, batch, rows))
+                               TRANSCENDENTAL.get(name, "exponential"), reduced=reduced, batch=batch, rows=rows,
+                               rhs_bytes=rhs, depth=depth))
     return ops
 
 
-def _torch_rows(name, shapes, size, case, target, min_run_s) -> list[Row]:
+@dataclass(frozen=True)
+class _Pending:
+    """A row prepared for timing: its call (built, compiled at its first call) and its prediction."""
+
+    entry: str
+    size: str
+    runtime: str
+    shapes: str
+    call: object
+    predicted: object  # a host_runtime.RuntimeTime
+
+
+def _torch_rows(name, shapes, size, case, target) -> list[_Pending]:
     import torch
-    import torch._dynamo
 
     from pytorch_side.kernels import build
-    from pytorch_side.layers import routed_moe
     from pytorch_side.lower import export_module, lower_exported
     from pytorch_side.params import load_weights, to_torch
 
-    rows = []
-    with routed_moe():
-        module = load_weights(build(name, case.shapes, case.dtype), dict(case.weights)).eval()
-        inputs = [to_torch(x) for x in case.inputs.values()]
-        ir = lower_exported(export_module(module, *inputs, name=name), module, len(inputs), name).module
-        with torch.inference_mode():
-            traced = trace_eager(module, inputs)
-            eager = time_torch(lambda: module(*inputs), min_run_s)
-            torch._dynamo.reset()
-            compiled = torch.compile(module, dynamic=False)
-            inductor = time_torch(lambda: compiled(*inputs), min_run_s)
-    predicted = {"eager": eager_seconds(traced, target, _module_calls(module)), "inductor": compiled_seconds(ir, target, "inductor")}
-    for runtime, (median, iqr, _) in (("eager", eager), ("inductor", inductor)):
-        p = predicted[runtime]
-        rows.append(Row(name, size, runtime, _label(shapes), median, iqr, p.seconds, p.kernels))
-    return rows
+    module = load_weights(build(name, case.shapes, case.dtype), dict(case.weights)).eval()
+    inputs = [to_torch(x) for x in case.inputs.values()]
+    ir = lower_exported(export_module(module, *inputs, name=name), module, len(inputs), name).module
+    with torch.inference_mode():
+        traced = trace_eager(module, inputs)
+    compiled = torch.compile(module, dynamic=False)
+    weights = sum(p.numel() * p.element_size() for p in module.parameters())
+    return [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager_seconds(traced, target, _module_calls(module), weights)),
+            _Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs), compiled_seconds(ir, target, "inductor"))]
 
 
-def _jax_row(name, shapes, size, case, target, min_run_s) -> Row:
+def _jax_row(name, shapes, size, case, target) -> _Pending:
     import jax
     from flax import nnx
 
     from jax_side.kernels import LAYOUTS, build
-    from jax_side.layers import routed_moe
     from jax_side.params import load_weights
     from landscape.serving import lower_named
 
-    time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
     fn = build(name, case.shapes, case.dtype)
     if case.weights:
         load_weights(fn, dict(case.weights))
     in_perms, _ = LAYOUTS.get(name, ({}, None))
     inputs = [jax.device_put(x.transpose(in_perms[k]) if k in in_perms else x) for k, x in case.inputs.items()]
-    # routed, as the PyTorch rows run and as the costed IR routes its tokens (jit traces on the first call)
-    with routed_moe():
-        if isinstance(fn, nnx.Module):  # weights as arguments, as jax_side.run_module calls it
-            graphdef, state = nnx.split(fn)
-            jitted = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))
-            median, iqr, _ = time_jax(lambda: jitted(state, *inputs), min_run_s)
-        else:
-            jitted = jax.jit(fn)
-            median, iqr, _ = time_jax(lambda: jitted(*inputs), min_run_s)
+    if isinstance(fn, nnx.Module):  # weights as arguments, as jax_side.run_module calls it
+        graphdef, state = nnx.split(fn)
+        jitted = jax.jit(lambda st, *xs: nnx.merge(graphdef, st)(*xs))
+        call = lambda: jitted(state, *inputs)  # noqa: E731
+    else:
+        jitted = jax.jit(fn)
+        call = lambda: jitted(*inputs)  # noqa: E731
     ir = lower_named(name, "jax", case.shapes, case.dtype).module
-    p = compiled_seconds(ir, target, "xla")
-    return Row(name, size, "xla", _label(shapes), median, iqr, p.seconds, p.kernels)
+    return _Pending(name, size, "xla", _label(shapes), call, compiled_seconds(ir, target, "xla"))
+
+
+PASSES = 3  # sweeps over every row, each timing a row for min_run_s / PASSES (as calibrate does)
 
 
 def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
              min_run_s: float = MIN_RUN_S, progress=None) -> list[Row]:
-    """Time and predict every (entry, size, runtime); see the module doc."""
+    """Predict every (entry, size, runtime), then time them all in PASSES sweeps and keep each
+    row's median over the sweeps (and the median of its IQRs): a burst of another tenant's work,
+    or the machine's drift over minutes, then moves one sample of a row, not the row. Every row
+    runs routed (MoE: as the costed IR routes its tokens), PyTorch's in inference mode."""
+    import torch
+    import torch._dynamo
+
     from reference.catalogue import get_entry
+    from reference.catalogue.mlp import routed_moe
     from reference.inputs import make_case
 
+    torch._dynamo.reset()
+    pending: list[_Pending] = []
+    with routed_moe():  # the lowerings (and jit's and dynamo's traces at the first call, below) route
+        for name in names or entries():
+            entry = get_entry(name)
+            for size in sizes:
+                given = LARGE.get(name, {}) if size == "large" else {}
+                case = make_case(entry, entry.resolve(given), "float32")
+                if {"eager", "inductor"} & set(runtimes):
+                    pending += [r for r in _torch_rows(name, given, size, case, target) if r.runtime in runtimes]
+                if "xla" in runtimes:
+                    pending.append(_jax_row(name, given, size, case, target))
+        samples: list[list[tuple[float, float, int]]] = [[] for _ in pending]
+        # every entry's module is a guard-distinct entry of the dynamo cache of its class's forward
+        with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(pending))):
+            for sweep in range(PASSES):
+                previous = None
+                for row, got in zip(pending, samples):
+                    if row.runtime == "xla":
+                        if previous not in (None, "xla"):
+                            time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
+                        got.append(time_jax(row.call, min_run_s / PASSES))
+                    else:
+                        with torch.inference_mode():
+                            got.append(time_torch(row.call, min_run_s / PASSES))
+                    previous = row.runtime
     rows = []
-    for name in names or entries():
-        entry = get_entry(name)
-        for size in sizes:
-            given = LARGE.get(name, {}) if size == "large" else {}
-            shapes = entry.resolve(given)
-            case = make_case(entry, shapes, "float32")
-            new = []
-            if {"eager", "inductor"} & set(runtimes):
-                new += [r for r in _torch_rows(name, given, size, case, target, min_run_s) if r.runtime in runtimes]
-            if "xla" in runtimes:
-                new.append(_jax_row(name, given, size, case, target, min_run_s))
-            rows += new
-            if progress:
-                for r in new:
-                    progress(r)
+    for row, got in zip(pending, samples):
+        p = row.predicted
+        rows.append(Row(row.entry, row.size, row.runtime, row.shapes, statistics.median(m for m, _, _ in got),
+                        statistics.median(q for _, q, _ in got), p.seconds, p.kernels))
+        if progress:
+            progress(rows[-1])
     return rows
 
 

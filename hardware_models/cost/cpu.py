@@ -30,17 +30,24 @@ Working set (caches warm, as in a benchmark loop that calls the kernel again and
 A compiled kernel (a group of the plan):
     contraction  compute_s = useful FLOPs / GEMM rate; busy_s = padded FLOPs / GEMM rate (n
                  padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate; a
-                 convolution runs at fitted.<runtime>_conv_flop_per_s instead and adds the
-                 library's fixed cost per call, fitted.<runtime>_conv_s (both measured apart:
-                 oneDNN's and XLA:CPU's convolutions are not their GEMMs)
+                 convolution runs at fitted.<runtime>_conv_flop_per_s * K / (K + K0) instead
+                 (K: its reduction depth, c_in * kernel taps; K0: fitted.<runtime>_conv_depth) and
+                 adds the library's fixed cost per call, fitted.<runtime>_conv_s for one image,
+                 fitted.<runtime>_conv_batched_s for several (all measured apart: oneDNN's and
+                 XLA:CPU's convolutions are not their GEMMs)
     fusion       compute_s = FLOPs / vector rate + sum over functions of evaluations / its rate, each
                  member op counted as often as the fused loop evaluates it (`evaluations`)
     time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
              per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
+    attention  (Inductor: fuse_attention, as its output code calls ATen's flash attention for
+             CPU) `attention_seconds`, the eager kernel's cost, + fitted.inductor_kernel_s
+    weights  a program whose GEMMs' arguments (weights) outgrow the private caches pays their
+             bytes at the measured cold-weight rate on top (`cold_weight_seconds`: MoE's experts,
+             8 x 1.5 MiB here, ran 1.6x their warm time)
     a call   fitted.<runtime>_call_s, or fitted.<runtime>_loop_call_s for a program with no
              contraction (no GEMM library to call; host_runtime.py adds it)
 An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
-and transcendentals (a convolution: its FLOPs at the conv rate + fitted.eager_conv_s; the fused
+and transcendentals (a convolution: its FLOPs at the conv rate + its fixed cost, as above; the fused
 attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
 (fitted.eager_nested_s when another op's C++ calls it).
 
@@ -64,6 +71,7 @@ from __future__ import annotations
 
 import math
 
+from hardware_models.cost.attention import dot_flops
 from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Level, Target
@@ -122,9 +130,16 @@ def reduce_rate(target: Target, runtime: str) -> float:
     return target[f"fitted.{runtime}_reduce_per_s"]
 
 
-def conv_rate(target: Target, dtype: str, runtime: str) -> float:
-    """FLOP/s of a convolution through `runtime`'s library (measured in f32; other types at the GEMM's ratio)."""
-    return target[f"fitted.{runtime}_conv_flop_per_s"] * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
+def conv_rate(target: Target, dtype: str, runtime: str, depth: int | None = None) -> float:
+    """FLOP/s of a convolution through `runtime`'s library (measured in f32; other types at the
+    GEMM's ratio); with its reduction depth K (c_in * kernel taps), times K / (K + K0)."""
+    rate = target[f"fitted.{runtime}_conv_flop_per_s"] * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
+    return rate if depth is None else rate * depth / (depth + target[f"fitted.{runtime}_conv_depth"])
+
+
+def conv_fixed_s(target: Target, runtime: str, images: int) -> float:
+    """The convolution library's fixed cost of one call: one image's, or a batch's (measured apart)."""
+    return target[f"fitted.{runtime}_conv_batched_s" if images > 1 else f"fitted.{runtime}_conv_s"]
 
 
 def transcendental_rate(target: Target, runtime: str, function: str = "exponential") -> float:
@@ -222,12 +237,20 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     memory_s = {level.name: footprint / target.level_value(level, "bytes_per_s")}
     bytes_ = {level.name: footprint}
     overhead_s = target[f"fitted.{runtime}_kernel_s"]
+    if group.kind == "attention":  # fuse_attention: ATen's flash attention, as eagerly (`attention_seconds`)
+        shape = plan.attention[group.id]
+        flops = group_work(plan, module, group).flops
+        compute_s = attention_seconds(target, shape.dtype, dot_flops(plan, group), shape.kv_heads, shape.query_rows)
+        return roofline_cost(flops, flops, compute_s, bytes_, memory_s, compute_s, overhead_s)
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
         shape = tiling.shape
         rate = gemm_rate(target, shape.dtype, runtime, shape.flops / max(shape.batch, 1))
-        if any(plan.ops[i].op.short_name == "convolution" for i in group.members):  # its own library kernel
-            rate, overhead_s = conv_rate(target, tiling.shape.dtype, runtime), overhead_s + target[f"fitted.{runtime}_conv_s"]
+        conv = next((plan.ops[i].op for i in group.members if plan.ops[i].op.short_name == "convolution"), None)
+        if conv is not None:  # its own library kernel: K = shape.k, the images from its dimension numbers
+            images = conv.result_types[0].shape[conv.attr("dimension_numbers").output_batch]
+            rate = conv_rate(target, shape.dtype, runtime, shape.k)
+            overhead_s += conv_fixed_s(target, runtime, images)
         epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
         compute_s = tiling.shape.flops / rate + epilogue_s
         busy_s = tiling.padded_flops / rate + epilogue_s
@@ -242,16 +265,37 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     return roofline_cost(work.flops, int(flops), compute_s, bytes_, memory_s, compute_s, overhead_s)
 
 
+def private_bytes(target: Target) -> float:
+    """The caches each core has to itself, every core's together (the levels counted per core)."""
+    return sum(target.level_capacity(lv) for lv in target.levels if lv.per == "chip.cores")
+
+
+def cold_weight_seconds(target: Target, runtime: str, read_bytes: float, weight_bytes: float) -> float:
+    """Time a program's GEMMs spend streaming `read_bytes` of their arguments (weights) when all
+    it reads as weights, `weight_bytes`, outgrows the private caches: a call then finds them in
+    the shared cache or beyond, and the library reads them, as it packs them, at the measured
+    fitted.gemm_cold_bytes_per_s (XLA's: fitted.xla_gemm_cold_bytes_per_s); 0 when they fit."""
+    if weight_bytes <= private_bytes(target):
+        return 0.0
+    return read_bytes / target["fitted.xla_gemm_cold_bytes_per_s" if runtime == "xla" else "fitted.gemm_cold_bytes_per_s"]
+
+
+def attention_seconds(target: Target, dtype: str, flops: float, members: int, rows: int) -> float:
+    """ATen's flash attention for CPU (eager, and Inductor's extern call): its two dots' FLOPs at
+    the GEMM library's rate for one member's size (a batch x head; GQA's KV head in a fused
+    group), + fitted.eager_sdpa_row_s per query row (its online softmax's bookkeeping)."""
+    return flops / gemm_rate(target, dtype, "eager", flops / max(members, 1)) + rows * target["fitted.eager_sdpa_row_s"]
+
+
 def eager_op_seconds(op, target: Target) -> float:
     """One eagerly dispatched ATen op (a host_runtime.FrameworkOp): max(compute, memory) + dispatch."""
     level = level_for(target, op.bytes)
     memory_s = op.bytes / target.level_value(level, "bytes_per_s")
-    if op.name == "convolution":  # oneDNN's convolution: its own rate and fixed cost per call
-        compute_s = op.flops / conv_rate(target, op.dtype, "eager") + target["fitted.eager_conv_s"]
+    if op.name == "convolution":  # oneDNN's convolution: its own rate (at its depth) and fixed cost per call
+        compute_s = op.flops / conv_rate(target, op.dtype, "eager", op.depth or None) + conv_fixed_s(target, "eager", op.batch)
     elif op.contraction:
-        compute_s = op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1))
-        if "scaled_dot_product" in op.name:  # the fused attention's own cost per query row (its online softmax's bookkeeping)
-            compute_s += op.rows * target["fitted.eager_sdpa_row_s"]
+        compute_s = (attention_seconds(target, op.dtype, op.flops, op.batch, op.rows) if "scaled_dot_product" in op.name
+                     else op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1)))
     else:
         share = threads(target, op.elements)
         compute_s = (op.flops / vector_rate(target) + op.reduced / reduce_rate(target, "eager")

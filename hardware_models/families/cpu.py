@@ -28,7 +28,8 @@ from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, RUNTIMES, cpu_gro
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
-from hardware_models.passes.fuse_elementwise import INDUCTOR, fuse_elementwise
+from hardware_models.passes.fuse_attention import fuse_attention
+from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_CPU, fuse_elementwise
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import place_buffers
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
@@ -68,6 +69,25 @@ def cpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
             {lv.name.upper(): target.level_value(lv, "bytes_per_s") for lv in target.levels})
 
 
+def _pipeline(rules, attention: bool):
+    return (
+        resolve_dtypes,  # first because every later pass reads the types it decides
+        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; oneDNN takes bf16 operands with f32 accumulation
+        partial(assign_groups, fold_iota=False),  # after fold_upcasts because a folded convert forms no kernel; XLA:CPU and Inductor compute iotas at run time
+        partial(fuse_elementwise, rules=rules),  # loops fused as the compiler does; GEMMs go to the library
+        # after fuse_elementwise because it takes the dots and softmax out of its kernels: Inductor
+        # calls ATen's flash attention for CPU (its output code: aten._scaled_dot_product_flash_attention_for_cpu)
+        *((partial(fuse_attention, stack="ATen flash attention (CPU)"),) if attention else ()),
+        pad_to_tiles,  # after fusion because only contraction groups are blocked, once
+        place_buffers,  # after pad_to_tiles because re-reads follow the cache blocks
+    )
+
+
+# The family's pipeline is Inductor's C++ backend's (it fuses loops the way its GPU backend does);
+# jax.jit's is the same but for XLA:CPU's fusion, which ends a kernel at each reduction
+# (host_runtime.compiled_seconds compiles a program for the xla runtime with it).
+XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused attention: dots and softmax loops
+
 CPU = register(Family(
     name="cpu", vendor="host", noun="CPU", representative="host-cpu",
     schema={
@@ -79,20 +99,14 @@ CPU = register(Family(
                    "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
                    "inductor_loop_call_s", "xla_loop_call_s", *(f"{r}_reduce_per_s" for r in RUNTIMES),
                    "gemm_f32_small_flop_per_s", "xla_gemm_f32_small_flop_per_s", "eager_sdpa_row_s",
+                   "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
-                   *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s"))),
+                   *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth"))),
     },
     # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
     optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
     levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides
-        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; oneDNN takes bf16 operands with f32 accumulation
-        partial(assign_groups, fold_iota=False),  # after fold_upcasts because a folded convert forms no kernel; XLA:CPU and Inductor compute iotas at run time
-        partial(fuse_elementwise, rules=INDUCTOR),  # Inductor's C++ backend fuses loops the way its GPU backend does; GEMMs go to the library
-        pad_to_tiles,  # after fusion because only contraction groups are blocked, once
-        place_buffers,  # after pad_to_tiles because re-reads follow the cache blocks
-    ),
+    pipeline=_pipeline(INDUCTOR, attention=True),
     group_cost=cpu_group_cost,
     ceilings=cpu_ceilings,
     peak_16bit=lambda t: gemm_rate(t, "bf16"),

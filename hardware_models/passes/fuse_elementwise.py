@@ -9,6 +9,9 @@ that produces its operands when:
     extern matmul on a GPU);
   - a reduction joins a group with fewer than `max_reductions` reductions (Inductor keeps a
     softmax's max and sum in one kernel; XLA on a TPU splits them);
+  - an op reading a reduction's result joins the reduction's group only where the compiler fuses
+    past a reduction (`fuse_after_reduction`: not XLA:CPU, whose reductions are kernels of their
+    own, YNNPACK's in jax 0.10: a LayerNorm's optimized HLO holds five kernels);
   - joining makes no cycle between groups (no other producer of the op depends on that group).
 Operands from several groups join the latest of them; the rest become the kernel's inputs. An op
 that reads only arguments (a block's input, which its norm converts twice: once for the
@@ -31,12 +34,15 @@ class FusionRules:
     name: str
     epilogue_into_contraction: bool
     max_reductions: int
+    fuse_after_reduction: bool = True
 
 
 # Compiler behaviour, not hardware: Inductor keeps a softmax or a norm (2-3 reductions over one
 # row) in one kernel; XLA's TPU fusion takes one reduction each.
 INDUCTOR = FusionRules("inductor-like", epilogue_into_contraction=False, max_reductions=4)
 XLA_TPU = FusionRules("xla-like", epilogue_into_contraction=True, max_reductions=1)
+# XLA:CPU (jax.jit on the host): one reduction per kernel, its consumers in the next; GEMMs to a library.
+XLA_CPU = FusionRules("xla-cpu", epilogue_into_contraction=False, max_reductions=1, fuse_after_reduction=False)
 
 
 def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRules = INDUCTOR) -> Plan:
@@ -80,6 +86,9 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
                 or (host["kind"] == "contraction" and rules.epilogue_into_contraction and not is_reduction)
             )
             legal = legal and not (is_reduction and host["reductions"] >= rules.max_reductions)
+            legal = legal and (rules.fuse_after_reduction or not any(
+                owner.get(graph.producer.get(graph.root(v))) == target_group
+                and category(plan.ops[graph.producer[graph.root(v)]].op) == "reduction" for v in plan.ops[index].operands))
             legal = legal and not any(reaches(p, target_group) for p in producers - {target_group})
             if legal:
                 host["members"].append(index)

@@ -8,7 +8,7 @@ import pytest
 
 from hardware_models.cost.cpu import FUNCTIONS, GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
-from hardware_models.host_calibration import SMALL_GEMM, Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_calibration import CONV_SHAPES, SMALL_GEMM, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
 from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
@@ -84,8 +84,11 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
             t += loop + spec.size / 5e9
         if spec.workload == "sdpa":  # 0.1 us per query row
             t += 0.1e-6 * 256
-        if spec.workload == "conv":  # a library call's fixed 50 us, then 20 GFLOP/s
-            t += (1e-6 if spec.runtime != "eager" else 0) + 50e-6 + spec.flops / 20e9
+        if spec.workload == "weights":  # 16 GEMMs of 1 ms, + 16 weights streamed at 8 GB/s when they are distinct
+            t += 16e-3 + (16 * 512 * 1024 / 8e9 if spec.size > 1 else 0)
+        if spec.workload == "conv":  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
+            images, c_in = CONV_SHAPES[spec.size][:2]
+            t += (1e-6 if spec.runtime != "eager" else 0) + (80e-6 if images > 1 else 50e-6) + spec.flops / (20e9 * 9 * c_in / (9 * c_in + 30))
         if spec.workload == "mean":
             spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 4)
             t += 4 * 0.5e-6
@@ -115,8 +118,10 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     for runtime in ("eager", "inductor", "xla"):  # each function its own rate, through each runtime
         for i, fn in enumerate(FUNCTIONS):
             assert fits[f"fitted.{runtime}_{fn}_per_s"] == pytest.approx(1e9 * (1 + i), rel=1e-6)
-        assert fits[f"fitted.{runtime}_conv_flop_per_s"] == pytest.approx(20e9, rel=1e-6)  # the slope
+        assert fits[f"fitted.{runtime}_conv_flop_per_s"] == pytest.approx(20e9, rel=1e-6)
+        assert fits[f"fitted.{runtime}_conv_depth"] == pytest.approx(30, rel=1e-6)
         assert fits[f"fitted.{runtime}_conv_s"] == pytest.approx(50e-6, rel=1e-6)
+        assert fits[f"fitted.{runtime}_conv_batched_s"] == pytest.approx(80e-6, rel=1e-6)
     assert fits["fitted.eager_gelu_per_s"] == pytest.approx(0.5e9, rel=1e-6) and "fitted.xla_gelu_per_s" not in fits
     assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
     assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
@@ -127,6 +132,8 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
     assert fits["fitted.xla_gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
     assert fits["fitted.eager_sdpa_row_s"] == pytest.approx(0.1e-6, rel=1e-6)
+    assert fits["fitted.gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
+    assert fits["fitted.xla_gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
 
 
 def test_the_committed_target_refits_from_the_rows_it_cites_a_regression_guard():
@@ -344,3 +351,106 @@ def test_a_stream_pair_whose_difference_is_noise_falls_back_to_the_larger_row_le
     value, cited = fit(noisy)[key]
     assert value == pytest.approx(hi.spec.bytes / (hi.median_s - 2e-6)) and cited == f"{hi.spec.id} H01"
     assert fit(rows)[key][1] == f"{lo.spec.id} {hi.spec.id}"  # a clean pair: the slope
+
+
+def test_a_convolution_pays_its_batch_fixed_cost_and_runs_slower_the_shallower_it_is_by_hand():
+    from hardware_models.cost.cpu import conv_rate
+
+    t = get_target("host-cpu")
+    k0, rate = t["fitted.eager_conv_depth"], t["fitted.eager_conv_flop_per_s"]
+    flops = 2 * 2 * 16 * 16 * 16 * 8 * 9  # 2 images, 8 -> 16 channels, 16 x 16, 3 x 3: K = 72
+    op = FrameworkOp("convolution", 0, flops, contraction=True, nested=True, batch=2, depth=72)
+    expected = flops / (rate * 72 / (72 + k0)) + t["fitted.eager_conv_batched_s"] + t["fitted.eager_nested_s"]
+    assert eager_seconds([op], t, 0).work_s == pytest.approx(expected)
+    one = FrameworkOp("convolution", 0, flops // 2, contraction=True, nested=True, batch=1, depth=72)
+    assert eager_seconds([one], t, 0).work_s == pytest.approx(expected / 1 - flops / 2 / (rate * 72 / (72 + k0))
+                                                          - t["fitted.eager_conv_batched_s"] + t["fitted.eager_conv_s"])
+    assert conv_rate(t, "f32", "eager", 10**9) == pytest.approx(rate)  # deep: the full rate
+    assert conv_rate(t, "f32", "eager", int(k0)) == pytest.approx(rate * int(k0) / (int(k0) + k0))  # about half at K0
+
+
+@pytest.mark.jax
+def test_xla_cpu_ends_a_kernel_at_each_reduction_inductor_keeps_a_norm_in_one():
+    """A rule of the compilers: XLA:CPU's optimized HLO of a LayerNorm or softmax holds a kernel
+    per reduction, its consumers in the next; Inductor fuses the row's reductions and scaling."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.families.cpu import XLA_CPU_PIPELINE
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+    from reference.ir import category
+
+    t = get_target("host-cpu")
+    x = jax.ShapeDtypeStruct((63, 65), jnp.float32)
+    def layernorm(a):
+        d = a - a.mean(-1, keepdims=True)
+        return d * jax.lax.rsqrt((d * d).mean(-1, keepdims=True) + 1e-5)
+
+    for fn in (jax.nn.softmax, layernorm):
+        lowering = lower_function(fn, x)
+        inductor = [g for g in compile_plan(lowering, t).groups if g.kind == "fusion"]
+        assert len(inductor) == 1
+        plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE)
+        graph, owner = plan.value_graph(), {i: g.id for g in plan.groups for i in g.members}
+        reductions = [i for i, p in enumerate(plan.ops) if category(p.op) == "reduction"]
+        assert len({owner[i] for i in reductions}) == len(reductions) == 2  # one kernel each
+        for i in reductions:  # no consumer of a reduction in its kernel
+            readers = [j for j, p in enumerate(plan.ops) if any(graph.producer.get(graph.root(v)) == i for v in p.operands)]
+            assert readers and all(owner.get(j) != owner[i] for j in readers)
+
+
+@pytest.mark.torch
+def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
+    """Inductor's output code for SDPA calls aten._scaled_dot_product_flash_attention_for_cpu: the
+    Inductor pipeline fuses the attention into one group, costed as the eager kernel is."""
+    from hardware_models.cost.attention import dot_flops
+    from hardware_models.cost.cpu import attention_seconds
+    from hardware_models.families.cpu import XLA_CPU_PIPELINE
+    from hardware_models.pipelines import compile_plan
+    from landscape.serving import lower_named
+
+    t = get_target("host-cpu")
+    lowering = lower_named("attention", "torch", {"seq": 63, "head_dim": 16}, "float32")
+    plan = compile_plan(lowering, t)
+    (group,) = [g for g in plan.groups if g.kind == "attention"]
+    shape = plan.attention[group.id]
+    assert shape.query_rows == 2 * 8 * 63 and shape.kv_len == 63
+    from hardware_models.cost.cpu import cpu_group_cost
+
+    cost = cpu_group_cost(lowering.module, plan, group, t, "inductor")
+    compute_s = attention_seconds(t, shape.dtype, dot_flops(plan, group), shape.kv_heads, shape.query_rows)
+    assert cost.time_s >= compute_s + t["fitted.inductor_kernel_s"] - 1e-12
+    assert not [g for g in compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE).groups if g.kind == "attention"]
+
+
+def test_weights_that_outgrow_the_private_caches_are_streamed_at_the_cold_rate_by_hand():
+    from hardware_models.cost.cpu import private_bytes
+
+    t = get_target("host-cpu")
+    private = private_bytes(t)
+    assert private == sum(t.level_capacity(lv) for lv in t.levels if lv.per == "chip.cores") > 0
+    w = 512 * 1024
+    op = FrameworkOp("mm", 0, 2 * 32 * 256 * 512, contraction=True, rhs_bytes=w)
+    warm = eager_seconds([op], t, 0, weight_bytes=int(private)).work_s  # they fit: no streaming
+    cold = eager_seconds([op], t, 0, weight_bytes=int(private) + 1).work_s
+    assert warm == eager_seconds([op], t, 0).work_s
+    assert cold - warm == pytest.approx(w / t["fitted.gemm_cold_bytes_per_s"])
+
+
+@pytest.mark.jax
+def test_a_compiled_programs_dots_stream_their_argument_weights_only_when_they_outgrow_the_private_caches():
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import private_bytes
+    from hardware_models.host_runtime import _argument_reads
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    x = jax.ShapeDtypeStruct((4, 256), jnp.float32)
+    n = int(private_bytes(t) // (256 * 4)) + 1  # one weight just past the private caches
+    lowering = lower_function(lambda a, w: jnp.tanh(a @ w.T), x, jax.ShapeDtypeStruct((n, 256), jnp.float32))
+    reads, distinct = _argument_reads(compile_plan(lowering, t), lowering.module)
+    assert distinct == reads == (n * 256 + 4 * 256) * 4  # the weight (through its transpose) and the input
