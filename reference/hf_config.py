@@ -44,8 +44,12 @@ def read_config(path: str) -> dict:
         BadModelFile: not a readable file, not JSON, or not an object.
     """
     p = Path(path)
-    if not p.is_file():
-        raise BadModelFile(f"{path}: not a file; give a Hugging Face config.json (or a published model's name)")
+    try:
+        is_file = p.is_file()
+    except (OSError, ValueError):  # a name the OS cannot stat: too long, a NUL in it
+        is_file = False
+    if not is_file:
+        raise BadModelFile(f"{str(path)[:200]}: not a file; give a Hugging Face config.json (or a published model's name)")
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:

@@ -40,11 +40,17 @@ def resolve_model(name_or_path: str) -> str:
     """
     from pathlib import Path
 
+    def is_(path: Path, kind: str) -> bool:  # a name the OS cannot stat (too long, a NUL in it) is no path
+        try:
+            return getattr(path, kind)()
+        except (OSError, ValueError):
+            return False
+
     if name_or_path in CATALOGUE:
         return name_or_path
-    if Path(name_or_path).is_dir() and (Path(name_or_path) / "config.json").is_file():
+    if is_(Path(name_or_path), "is_dir") and is_(Path(name_or_path) / "config.json", "is_file"):
         name_or_path = str(Path(name_or_path) / "config.json")
-    elif not (name_or_path.endswith(".json") or Path(name_or_path).is_file()):
+    elif not (name_or_path.endswith(".json") or is_(Path(name_or_path), "is_file")):
         return name_or_path
     from reference.hf_config import load_config_file
     from reference.models import load_models

@@ -130,3 +130,15 @@ def test_predict_takes_a_config_json_and_predicts_what_the_published_name_does(t
 def test_the_config_is_a_frozen_model_config():
     cfg = config_from_hf(GPT2, "gpt2 file")
     assert dataclasses.is_dataclass(cfg) and cfg.d_ff == 4 * 768 and cfg.tie_embeddings and cfg.name == "gpt2 file"
+
+
+@pytest.mark.parametrize("name", ["a" * 300, "a" * 300 + ".json", "nul\x00name.json"])
+def test_a_name_the_os_cannot_stat_is_no_path_and_no_crash(name):
+    """Found by the fuzz test: a 300-character model name made pathlib's stat raise ENAMETOOLONG."""
+    from reference.catalogue import resolve_model
+
+    if name.endswith(".json"):
+        with pytest.raises(BadModelFile, match="not a file"):
+            resolve_model(name)
+    else:
+        assert resolve_model(name) == name  # left to the lookup, which names the valid models
