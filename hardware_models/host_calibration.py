@@ -28,8 +28,8 @@ caches the operating system reports (hardware_models/host.py), so another machin
     H22...         y = F(x) of n = UNARY_N f32 elements (16 grains, so every runtime uses every core;
                    2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
                    arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
-                   times ATen's own GELU, SiLU and LayerNorm kernels, EAGER_KERNELS; LayerNorm over
-                   rows of REDUCE_ROW): each math library has its own polynomials, and their costs
+                   times ATen's own GELU, SiLU, LayerNorm and softmax kernels, EAGER_KERNELS; the
+                   last two over rows of REDUCE_ROW): each math library has its own polynomials, and their costs
                    differ by 10x between functions and runtimes
                    fitted.R_F_per_s = n / (t - t(loop call)): H01 eagerly, the one-add program
                    compiled (below): the runtime's cost of a call of one tiny loop
@@ -60,6 +60,10 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    scaled dot-product attention of SDPA_SHAPE (b, h, t, d), eagerly: ATen's fused
                    attention pays per query row (its online softmax's bookkeeping) far above its FLOPs
                    fitted.eager_sdpa_row_s = (t - t(H01)) / (b * h * t)
+                   1 and 16 independent DOT_N^3 dots summed into one output, jax.jit'ed: an
+                   XLA:CPU dot is a library call with a fixed cost (5-10 us here) that the
+                   dependent 8 x 8 chain of H06 does not show (XLA runs that one inline)
+                   fitted.xla_dot_s = (t(16) - t(1)) / 15 - 2 DOT_N^3 / (the small GEMM row's rate)
                    16 GEMMs of COLD_GEMM (m, k, n) = (32, 256, 512), eagerly (F.linear) and
                    jax.jit'ed, reading one weight 16 times, then W distinct weights (512 KiB each,
                    4x the private caches together): a weight that is not in a core's own caches is
@@ -93,6 +97,7 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
+DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
 COLD_GEMM = (32, 256, 512)  # (m, k, n) of the weight-streaming rows: a 512 KiB f32 weight, an MoE expert's
 SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
 UNMEASURABLE = 1e15  # a rate (bytes or FLOPs per second) above any this machine has: its two rows did not differ
@@ -107,7 +112,7 @@ class RowSpec:
     nested ops ATen runs for it), "gemm"
     (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements), "conv" (size =
     the index of its shape in CONV_SHAPES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
-    or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights). A compiled "add" of size 1 is the loop program's call."""
+    or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights), "dots" (`size` independent DOT_N^3 dots, summed). A compiled "add" of size 1 is the loop program's call."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -127,6 +132,8 @@ class RowSpec:
             return (b * (ci + co) * hw * hw + 9 * ci * co) * e
         if self.workload == "sdpa":  # q, k, v and the output, SDPA_SHAPE
             return 4 * math.prod(SDPA_SHAPE) * e
+        if self.workload == "dots":  # `size` pairs of operands and one output
+            return (2 * self.size + 1) * DOT_N**2 * e
         if self.workload == "weights":  # `size` distinct weights, each read by one of 16 GEMMs
             m, k, n = COLD_GEMM
             return (self.size * k * n + 16 * (m * k + m * n)) * e
@@ -148,6 +155,8 @@ class RowSpec:
             return 4 * b * h * t * t * d
         if self.workload == "weights":
             return 16 * 2 * math.prod(COLD_GEMM)
+        if self.workload == "dots":
+            return self.size * 2 * DOT_N**3
         if self.workload == "reduce":
             return self.size
         return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
@@ -202,6 +211,8 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", SMALL_GEMM))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", SMALL_GEMM))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "sdpa", "f32", 1))
+    for count in (1, CHAIN):  # XLA:CPU's library dots: 1 and 16 independent DOT_N^3 dots, summed into one output
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "dots", "f32", count))
     weights = max(2, math.ceil(4 * private_bytes(host) / cold_weight_bytes()))  # 4x the private caches
     for runtime in ("eager", "xla"):
         for count in (1, weights):
@@ -262,6 +273,12 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
             hot = next(h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1)
             key = "fitted.xla_gemm_cold_bytes_per_s" if s.runtime == "xla" else "fitted.gemm_cold_bytes_per_s"
             out[key] = (16 * cold_weight_bytes() / max(m.median_s - hot.median_s, 1e-12), f"{s.id} {hot.spec.id}")
+        elif s.workload == "dots" and s.size > 1:  # each dot beyond the first, less its FLOPs at the small rate (below)
+            one = next(h for h in measured if h.spec.workload == "dots" and h.spec.size == 1)
+            small = next(g for g in measured if g.spec.workload == "gemm" and g.spec.runtime == "xla" and g.spec.size == SMALL_GEMM)
+            rate = small.spec.flops / max(small.median_s - t["H05"], 1e-12)
+            per_dot = (m.median_s - one.median_s) / (s.size - 1) - 2 * DOT_N**3 / rate
+            out["fitted.xla_dot_s"] = (max(per_dot, FLOOR), f"{s.id} {one.spec.id} {small.spec.id} H05")
         elif s.workload == "sdpa":
             rows = math.prod(SDPA_SHAPE[:-1])
             out["fitted.eager_sdpa_row_s"] = (max(m.median_s - t["H01"], FLOOR) / rows, f"{s.id} H01")

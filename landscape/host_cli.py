@@ -57,9 +57,12 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     \b
     Rows: the eager dispatch, an nn.Module call, nested ATen ops; torch.compile's and jax.jit's
     call and per-kernel costs; streaming bandwidth inside each cache level and beyond the last;
-    GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32); the throughput of ten transcendental
-    functions through each runtime (and ATen's GELU and SiLU kernels); a convolution's fixed
-    cost and rate through each runtime. Each is the median of repeated calls after a warm-up, with its interquartile range.
+    GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32, each f32 one at two sizes); the throughput
+    of ten transcendental functions through each runtime (and ATen's GELU, SiLU and LayerNorm
+    kernels); a row reduction's rate; a convolution's fixed costs, rate and depth law through each
+    runtime; the fused attention's cost per query row; XLA's dot call; the rate at which a GEMM
+    streams weights beyond the private caches. Each is the median of repeated calls after a
+    warm-up, over three sweeps of all the rows, with its interquartile range.
     Use the file with `landscape validate host-cpu --target-file DIR/host-cpu.toml`, or copy
     it over hardware_models/targets/host-cpu.toml to make it the default.
     """
@@ -109,7 +112,7 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     shared machine's speed moves, and every prediction with it.
     """
     from hardware_models.target import get_target, load_target_file
-    from landscape.host_validate import LARGE, RUNTIMES, SIZES
+    from landscape.host_validate import LARGE, PASSES, RUNTIMES, SIZES
     from landscape.outputs import check_output_file
 
     _check_host(target_name)
@@ -123,7 +126,7 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
         from reference.errors import BadTargetFile
 
         if not Path(target_file).is_file():
-            raise BadTargetFile(target_file, "<file>", "a target file written by `landscape calibrate host-cpu`")
+            raise BadTargetFile(target_file, "<file>", "no such file; give one written by `landscape calibrate host-cpu`")
         target = load_target_file(Path(target_file))
         from hardware_models.families.cpu import CPU
 
@@ -137,6 +140,9 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     note = check_machine(target)
     if note and not as_json:
         click.echo(note, err=True)
+    if not as_json:  # the rows come all at once, after three sweeps over them (host_validate.validate)
+        click.echo(f"timing the catalogue on {Path(target.path).name}'s machine: every row built and compiled, "
+                   f"then timed in {PASSES} sweeps (a minute or more)", err=True)
     before = drift(target, min_run_s)
     rows = run(target, names, size_list, runtime_list, min_run_s)
     after = drift(target, min_run_s) if before else {}
@@ -144,6 +150,8 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
         from landscape.outputs import write_file
 
         write_file(csv_path, rows_csv(rows))
+        if not as_json:
+            click.echo(f"wrote {csv_path}", err=True)
     if as_json:
         print_json({"target": target.name, "target_file": target.path, "machine_note": note,
                     "rows": [r.to_dict() for r in rows], "summary": summary(rows), "drift": {"before": before, "after": after}})

@@ -21,7 +21,7 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
+from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
                                               target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
@@ -100,7 +100,8 @@ def _torch_function(fn: str):
 
     return {"exponential": torch.exp, "log": torch.log, "tanh": torch.tanh, "logistic": torch.sigmoid, "erf": torch.erf,
             "erfc": torch.erfc, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sine": torch.sin, "cosine": torch.cos,
-            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,))}[fn]
+            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,)),
+            "softmax": lambda x: torch.softmax(x.view(-1, REDUCE_ROW), -1)}[fn]
 
 
 def _jax_function(fn: str):
@@ -209,6 +210,10 @@ def _jax_row(spec: RowSpec):
         a, b = (jax.random.normal(k, (spec.size, spec.size), dtype) for k in keys)
         f = jax.jit(jnp.matmul)
         return lambda: f(a, b)
+    if spec.workload == "dots":  # `size` independent dots (no two alike), summed into one output
+        xs, ws = (jax.random.normal(k_, (spec.size, DOT_N, DOT_N)) for k_ in keys)
+        f = jax.jit(lambda xs, ws: sum(xs[i] @ ws[i] for i in range(spec.size)))
+        return lambda: f(xs, ws)
     if spec.workload == "weights":  # 16 dots of distinct rows over `size` distinct weights (no two alike: none merged)
         m, k, n = COLD_GEMM
         xs = jax.random.normal(keys[0], (16, m, k))

@@ -95,7 +95,7 @@ CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_pro
 # at (hardware_models/cost/cpu.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
 TRANSCENDENTAL = {"exp": "exponential", "log": "log", "sin": "sine", "cos": "cosine", "tanh": "tanh", "erf": "erf",
                   "erfc": "erfc", "sigmoid": "logistic", "silu": "silu", "gelu": "gelu", "rsqrt": "rsqrt", "sqrt": "sqrt",
-                  "_softmax": "exponential", "_log_softmax": "exponential",  # not pow: ATen squares with a multiply
+                  "_softmax": "softmax", "_log_softmax": "softmax",  # not pow: ATen squares with a multiply
                   "native_layer_norm": "layer_norm"}  # an ATen kernel of its own (moments, then the scaling), its own row
 # ATen reductions: each reads its input once at the reduction rate (cost/cpu.py reduce_rate), in place of FLOPs.
 REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "linalg_vector_norm", "var", "std", "var_mean",

@@ -44,6 +44,7 @@ A compiled kernel (a group of the plan):
     weights  a program whose GEMMs' arguments (weights) outgrow the private caches pays their
              bytes at the measured cold-weight rate on top (`cold_weight_seconds`: MoE's experts,
              8 x 1.5 MiB here, ran 1.6x their warm time)
+    an XLA dot  + fitted.xla_dot_s, its library call's fixed cost (independent dots measured)
     a call   fitted.<runtime>_call_s, or fitted.<runtime>_loop_call_s for a program with no
              contraction (no GEMM library to call; host_runtime.py adds it)
 An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
@@ -85,7 +86,9 @@ COMPILED = ("inductor", "xla")
 # The transcendental functions timed through every runtime (the IR's names; host_calibration.py);
 # one without a row of its own (power, tan, atan2, ...) costs what exponential costs.
 FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "rsqrt", "sine", "cosine")
-EAGER_KERNELS = ("gelu", "silu", "layer_norm")  # ATen kernels of their own, timed eagerly (aten::gelu, ::silu, ::native_layer_norm)
+# ATen kernels of their own, timed eagerly (aten::gelu, ::silu, ::native_layer_norm, ::_softmax; _log_softmax is
+# the same kernel's shape, max then exp-sum then scale, and costs softmax's rate)
+EAGER_KERNELS = ("gelu", "silu", "layer_norm", "softmax")
 GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
 SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
@@ -247,6 +250,8 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         shape = tiling.shape
         rate = gemm_rate(target, shape.dtype, runtime, shape.flops / max(shape.batch, 1))
         conv = next((plan.ops[i].op for i in group.members if plan.ops[i].op.short_name == "convolution"), None)
+        if runtime == "xla" and conv is None:  # XLA:CPU's dot is a library call with a fixed cost of its own
+            overhead_s += target["fitted.xla_dot_s"]
         if conv is not None:  # its own library kernel: K = shape.k, the images from its dimension numbers
             images = conv.result_types[0].shape[conv.attr("dimension_numbers").output_batch]
             rate = conv_rate(target, shape.dtype, runtime, shape.k)

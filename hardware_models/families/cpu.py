@@ -99,7 +99,7 @@ CPU = register(Family(
                    "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
                    "inductor_loop_call_s", "xla_loop_call_s", *(f"{r}_reduce_per_s" for r in RUNTIMES),
                    "gemm_f32_small_flop_per_s", "xla_gemm_f32_small_flop_per_s", "eager_sdpa_row_s",
-                   "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s",
+                   "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s", "xla_dot_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
                    *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth"))),
     },

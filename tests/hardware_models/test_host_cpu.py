@@ -84,6 +84,8 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
             t += loop + spec.size / 5e9
         if spec.workload == "sdpa":  # 0.1 us per query row
             t += 0.1e-6 * 256
+        if spec.workload == "dots":  # XLA's dots: 3 us each, + their FLOPs at the small GEMM rate (half the large)
+            t += 1e-6 + spec.size * (3e-6 + 2 * 32**3 / (gemm / 2))
         if spec.workload == "weights":  # 16 GEMMs of 1 ms, + 16 weights streamed at 8 GB/s when they are distinct
             t += 16e-3 + (16 * 512 * 1024 / 8e9 if spec.size > 1 else 0)
         if spec.workload == "conv":  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
@@ -133,6 +135,7 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.xla_gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
     assert fits["fitted.eager_sdpa_row_s"] == pytest.approx(0.1e-6, rel=1e-6)
     assert fits["fitted.gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
+    assert fits["fitted.xla_dot_s"] == pytest.approx(3e-6, rel=1e-6)
     assert fits["fitted.xla_gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
 
 
