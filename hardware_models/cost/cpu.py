@@ -108,9 +108,9 @@ def size_factor(target: Target, runtime: str, flops: float | None) -> float:
         factor = (small_rate + f * (large_rate - small_rate)) / large_rate
     A small GEMM runs below the large one's rate (fewer threads busy, its packing and
     edges a larger share); XLA:CPU's dots fall further than oneDNN's. 1 without `flops`."""
-    prefix = "fitted.xla_gemm_f32" if runtime == "xla" else "fitted.gemm_f32"
     if flops is None:
         return 1.0
+    prefix = "fitted.xla_gemm_f32" if runtime == "xla" else "fitted.gemm_f32"
     small, large = target[f"{prefix}_small_flop_per_s"], target[f"{prefix}_flop_per_s"]
     f = min(max(math.log(max(flops, 1) / SMALL_GEMM_FLOPS) / math.log(LARGE_GEMM_FLOPS / SMALL_GEMM_FLOPS), 0.0), 1.0)
     return (small + f * (large - small)) / large
@@ -210,7 +210,8 @@ def loop_elements(plan: Plan, group: Group) -> int:
 
 
 def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inductor") -> tuple[float, dict[str, float]]:
-    """(FLOPs, function -> evaluations) a fused loop performs, recomputation included. Under
+    """(FLOPs, function -> evaluations) a fused loop performs, recomputation included; "reduce"
+    counts the elements its reductions read (priced at `reduce_rate`, not as FLOPs). Under
     XLA, a cosine of a value the loop also takes the sine of is free: XLA:CPU inlines both
     polynomials and LLVM shares their range reduction (RoPE's cos and sin of one angle ran in
     the time of the sines alone here); Inductor calls Sleef's two functions apart."""
