@@ -54,9 +54,10 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    a sum over each row of REDUCE_ROW elements, UNARY_N in all, through each runtime
                    (XLA:CPU runs a reduction as a kernel of its own, far below streaming speed)
                    fitted.R_reduce_per_s = n / (t - t(loop call))
-                   square f32 GEMMs of SMALL_GEMM, eagerly and jax.jit'ed: a small GEMM's rate, which
-                   with the large one's gives the rate's growth with size (cost/cpu.py size_factor)
-                   fitted.gemm_f32_small_flop_per_s, fitted.xla_gemm_f32_small_flop_per_s as H15, H18
+                   square f32 GEMMs of 128 and 256 (GEMM_CURVE), eagerly and jax.jit'ed: a small
+                   and a middle GEMM's rates, which with the large one's give the rate's growth
+                   with size (cost/cpu.py size_factor)
+                   fitted.gemm_f32_{small,mid}_flop_per_s, fitted.xla_gemm_f32_{small,mid}_flop_per_s as H15, H18
                    scaled dot-product attention of SDPA_SHAPE (b, h, t, d), eagerly: ATen's fused
                    attention pays per query row (its online softmax's bookkeeping) far above its FLOPs
                    fitted.eager_sdpa_row_s = (t - t(H01)) / (b * h * t)
@@ -82,13 +83,13 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GRAIN, LARGE_GEMM_N, RUNTIMES, SMALL_GEMM_N
+from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, SMALL_GEMM_N
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
 COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
 GEMM_SIZES = {"f32": LARGE_GEMM_N, "bf16": 512, "f16": 512}
-SMALL_GEMM = SMALL_GEMM_N  # the small f32 GEMM whose rate, beside the large one's, gives the rate's growth with size
+SMALL_GEMM = SMALL_GEMM_N  # the smallest f32 GEMM row (cost/cpu.py GEMM_CURVE), whose rate prices the XLA dot rows' FLOPs
 REDUCE_ROW = 512  # elements per row of the reduction rows (and of ATen's layer_norm row): a model width
 CHAIN = 16  # dependent matmuls in the per-kernel rows
 ARGS = 16  # arguments of the per-argument rows
@@ -208,8 +209,9 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "add", "f32", 1))
     for runtime in RUNTIMES:
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "reduce", "f32", UNARY_N))
-    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", SMALL_GEMM))
-    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", SMALL_GEMM))
+    for n, _ in GEMM_CURVE[:-1]:  # the small and middle f32 GEMMs (the large one is H15, H18)
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", n))
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", n))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "sdpa", "f32", 1))
     for count in (1, CHAIN):  # XLA:CPU's library dots: 1 and 16 independent DOT_N^3 dots, summed into one output
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "dots", "f32", count))
@@ -266,8 +268,8 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         s = m.spec
         if s.workload == "gemm":
             base = "H05" if s.runtime == "xla" else "H01"
-            small = "_small" if s.size == SMALL_GEMM and s.dtype == "f32" else ""
-            key = f"fitted.xla_gemm_f32{small}_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}{small}_flop_per_s"
+            suffix = dict(GEMM_CURVE).get(s.size, "") if s.dtype == "f32" else ""
+            key = f"fitted.xla_gemm_f32{suffix}_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}{suffix}_flop_per_s"
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
         elif s.workload == "weights" and s.size > 1:  # against the row of one weight, read 16 times
             hot = next(h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1)

@@ -94,26 +94,31 @@ GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 
 
-# n of the calibration's two square f32 GEMM rows (host_calibration.py times them): between
-# their FLOPs the rate grows from its small to its large value (`size_factor`).
-SMALL_GEMM_N, LARGE_GEMM_N = 128, 1024  # choices: 4.2 MFLOP (a decode-sized GEMM), 2.1 GFLOP (compute-bound)
-SMALL_GEMM_FLOPS, LARGE_GEMM_FLOPS = 2 * SMALL_GEMM_N**3, 2 * LARGE_GEMM_N**3
+# n of the calibration's three square f32 GEMM rows per library (host_calibration.py times them),
+# and the key suffix of each rate: between their FLOPs the rate follows them (`size_factor`).
+SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = 128, 256, 1024  # choices: 4.2 MFLOP (decode-sized), 34 MFLOP, 2.1 GFLOP (compute-bound)
+GEMM_CURVE = ((SMALL_GEMM_N, "_small"), (MID_GEMM_N, "_mid"), (LARGE_GEMM_N, ""))
+SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
 
 
 def size_factor(target: Target, runtime: str, flops: float | None) -> float:
     """The GEMM library's rate at `flops` (one GEMM: one batch member) over its rate at the
-    large row, from the two measured f32 rows (small: 128^3, large: 1024^3), straight in
-    log(FLOPs) between them and flat outside:
-        f = ln(flops / SMALL) / ln(LARGE / SMALL), clamped to [0, 1]
-        factor = (small_rate + f * (large_rate - small_rate)) / large_rate
-    A small GEMM runs below the large one's rate (fewer threads busy, its packing and
-    edges a larger share); XLA:CPU's dots fall further than oneDNN's. 1 without `flops`."""
+    large row, from the three measured f32 rows (128^3, 256^3, 1024^3): straight in log(FLOPs)
+    between two neighbouring rows, flat outside them. Between rows a (F_a, r_a) and b (F_b, r_b):
+        f = ln(flops / F_a) / ln(F_b / F_a);   rate = r_a + f * (r_b - r_a)
+    A small GEMM runs below the large one's rate (fewer threads busy, its packing and edges a
+    larger share); XLA:CPU's dots stay at about one core's rate up to the middle row, then
+    use both. 1 without `flops`."""
     if flops is None:
         return 1.0
     prefix = "fitted.xla_gemm_f32" if runtime == "xla" else "fitted.gemm_f32"
-    small, large = target[f"{prefix}_small_flop_per_s"], target[f"{prefix}_flop_per_s"]
-    f = min(max(math.log(max(flops, 1) / SMALL_GEMM_FLOPS) / math.log(LARGE_GEMM_FLOPS / SMALL_GEMM_FLOPS), 0.0), 1.0)
-    return (small + f * (large - small)) / large
+    points = [(2 * n**3, target[f"{prefix}{suffix}_flop_per_s"]) for n, suffix in GEMM_CURVE]
+    flops = min(max(flops, points[0][0]), points[-1][0])
+    for (fa, ra), (fb, rb) in zip(points, points[1:]):
+        if flops <= fb:
+            f = math.log(flops / fa) / math.log(fb / fa)
+            return (ra + f * (rb - ra)) / points[-1][1]
+    return 1.0
 
 
 def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: float | None = None) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import FUNCTIONS, GRAIN, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
 from hardware_models.host_calibration import CONV_SHAPES, SMALL_GEMM, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
@@ -74,8 +74,9 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         loop = 0.2e-6 if spec.runtime != "eager" else 0  # a one-loop program's call: 0.2 us above the dispatch
         if spec.workload == "add" and spec.size == 1:
             t += loop
-        if spec.workload == "gemm":  # the small GEMM at half the large one's rate; XLA's a kernel of a GEMM program
-            t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm / 2 if spec.size == SMALL_GEMM and spec.dtype == "f32" else gemm)
+        if spec.workload == "gemm":  # the small and middle GEMMs at half and 3/4 the large one's rate; XLA's a kernel of a GEMM program
+            share = {SMALL_GEMM: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
+            t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm * share)
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
         if spec.workload == "unary":  # the runtime's call of one tiny loop, then compute-bound
@@ -133,6 +134,7 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
         assert fits[f"fitted.{runtime}_reduce_per_s"] == pytest.approx(5e9, rel=1e-6)
     assert fits["fitted.gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
     assert fits["fitted.xla_gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
+    assert fits["fitted.gemm_f32_mid_flop_per_s"] == fits["fitted.xla_gemm_f32_mid_flop_per_s"] == pytest.approx(75e9, rel=1e-6)
     assert fits["fitted.eager_sdpa_row_s"] == pytest.approx(0.1e-6, rel=1e-6)
     assert fits["fitted.gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
     assert fits["fitted.xla_dot_s"] == pytest.approx(3e-6, rel=1e-6)
@@ -295,19 +297,21 @@ def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(
         load_target_file(damaged)
 
 
-def test_a_gemms_rate_grows_with_its_size_between_the_two_measured_rows_by_hand():
-    """size_factor: the small row's rate at 2 * 128^3 FLOPs and below, the large row's at
-    2 * 1024^3 and above, straight in log FLOPs between (halfway in log: 2 * 362^3 ~ 2 * 128^3 * 8^1.5)."""
-    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, SMALL_GEMM_FLOPS, size_factor
+def test_a_gemms_rate_follows_the_three_measured_rows_by_hand():
+    """size_factor: the small row's rate at 2 * 128^3 FLOPs and below, the middle row's at
+    2 * 256^3, the large row's at 2 * 1024^3 and above; straight in log FLOPs between
+    neighbours (halfway in log between 256^3 and 1024^3: 2 * 512^3)."""
+    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, MID_GEMM_FLOPS, SMALL_GEMM_FLOPS, size_factor
 
     t = get_target("host-cpu")
     for runtime, prefix in (("eager", "fitted.gemm_f32"), ("xla", "fitted.xla_gemm_f32")):
-        small, large = t[f"{prefix}_small_flop_per_s"], t[f"{prefix}_flop_per_s"]
+        small, mid, large = (t[f"{prefix}{s}_flop_per_s"] for s in ("_small", "_mid", ""))
         assert gemm_rate(t, "f32", runtime, SMALL_GEMM_FLOPS) == pytest.approx(small)
         assert gemm_rate(t, "f32", runtime, 1) == pytest.approx(small)  # flat below the small row
+        assert gemm_rate(t, "f32", runtime, MID_GEMM_FLOPS) == pytest.approx(mid)
         assert gemm_rate(t, "f32", runtime, LARGE_GEMM_FLOPS * 8) == pytest.approx(large)
-        middle = (SMALL_GEMM_FLOPS * LARGE_GEMM_FLOPS) ** 0.5
-        assert gemm_rate(t, "f32", runtime, middle) == pytest.approx((small + large) / 2)
+        assert gemm_rate(t, "f32", runtime, 2 * 512**3) == pytest.approx((mid + large) / 2)
+        assert gemm_rate(t, "f32", runtime, (SMALL_GEMM_FLOPS * MID_GEMM_FLOPS) ** 0.5) == pytest.approx((small + mid) / 2)
         assert size_factor(t, runtime, None) == 1.0
     # a batched GEMM's rate follows one member: 64 GEMMs of 128^3 run at the small rate
     op = FrameworkOp("bmm", 0, 64 * SMALL_GEMM_FLOPS, contraction=True, batch=64)
