@@ -83,13 +83,12 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, SMALL_GEMM_N
+from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
 COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
 GEMM_SIZES = {"f32": LARGE_GEMM_N, "bf16": 512, "f16": 512}
-SMALL_GEMM = SMALL_GEMM_N  # the smallest f32 GEMM row (cost/cpu.py GEMM_CURVE), whose rate prices the XLA dot rows' FLOPs
 REDUCE_ROW = 512  # elements per row of the reduction rows (and of ATen's layer_norm row): a model width
 CHAIN = 16  # dependent matmuls in the per-kernel rows
 ARGS = 16  # arguments of the per-argument rows
@@ -275,15 +274,13 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
             hot = next(h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1)
             key = "fitted.xla_gemm_cold_bytes_per_s" if s.runtime == "xla" else "fitted.gemm_cold_bytes_per_s"
             out[key] = (16 * cold_weight_bytes() / max(m.median_s - hot.median_s, 1e-12), f"{s.id} {hot.spec.id}")
-        elif s.workload == "dots" and s.size > 1:  # each dot beyond the first, less its FLOPs at the small rate (below)
-            one = next(h for h in measured if h.spec.workload == "dots" and h.spec.size == 1)
-            small = next(g for g in measured if g.spec.workload == "gemm" and g.spec.runtime == "xla" and g.spec.size == SMALL_GEMM)
-            rate = small.spec.flops / max(small.median_s - t["H05"], 1e-12)
-            per_dot = (m.median_s - one.median_s) / (s.size - 1) - 2 * DOT_N**3 / rate
-            out["fitted.xla_dot_s"] = (max(per_dot, FLOOR), f"{s.id} {one.spec.id} {small.spec.id} H05")
         elif s.workload == "sdpa":
             rows = math.prod(SDPA_SHAPE[:-1])
             out["fitted.eager_sdpa_row_s"] = (max(m.median_s - t["H01"], FLOOR) / rows, f"{s.id} H01")
+    one, many = sorted((m for m in measured if m.spec.workload == "dots"), key=lambda m: m.spec.size)
+    rate, rows = out["fitted.xla_gemm_f32_small_flop_per_s"]  # each dot beyond the first, less its FLOPs at the small row's rate
+    per_dot = (many.median_s - one.median_s) / (many.spec.size - 1) - 2 * DOT_N**3 / rate
+    out["fitted.xla_dot_s"] = (max(per_dot, FLOOR), f"{many.spec.id} {one.spec.id} {rows}")
     for m in (m for m in measured if m.spec.workload in ("unary", "reduce", "args")):
         base = _loop_call(measured, m.spec.runtime).spec.id
         if m.spec.workload == "args":

@@ -112,7 +112,8 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     shared machine's speed moves, and every prediction with it.
     """
     from hardware_models.target import get_target, load_target_file
-    from landscape.host_validate import LARGE, PASSES, RUNTIMES, SIZES
+    from landscape.host_measure import PASSES
+    from landscape.host_validate import LARGE, RUNTIMES, SIZES
     from landscape.outputs import check_output_file
 
     _check_host(target_name)

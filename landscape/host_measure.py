@@ -252,16 +252,48 @@ def _jax_row(spec: RowSpec):
 PASSES = 3  # sweeps over the rows: each row timed once per sweep, for a third of its time
 
 
+def sweep(calls: list[tuple[str, object]], min_run_s: float = MIN_RUN_S, done=None) -> list[tuple[float, float, int]]:
+    """Time each (runtime, call) in PASSES sweeps over them all, min_run_s / PASSES each, and
+    return each one's (median over the sweeps, median of its IQRs, timed blocks): a shared
+    machine's speed drifts over minutes and another tenant's burst comes and goes, so a call
+    timed once would carry its moment's speed. PyTorch's calls run in inference mode; a JAX
+    call after a PyTorch one waits for PyTorch's OpenMP threads to park. `done(i, result)` is
+    called as call i's last sweep ends. calibrate's rows and validate's catalogue rows time here."""
+    import torch
+    import torch._dynamo
+
+    samples: list[list[tuple[float, float, int]]] = [[] for _ in calls]
+    # Calls that compile the same Python function (a lambda made per row, one module class with
+    # other weights) are each a guard-distinct entry of its one dynamo cache: allow them all, or
+    # the later ones would silently run eagerly.
+    with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(calls))):
+        for n in range(PASSES):
+            previous = None
+            for i, ((runtime, fn), got) in enumerate(zip(calls, samples)):
+                if runtime == "xla":
+                    if previous not in (None, "xla"):
+                        time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
+                    got.append(time_jax(fn, min_run_s / PASSES))
+                else:
+                    with torch.inference_mode():
+                        got.append(time_torch(fn, min_run_s / PASSES))
+                previous = runtime
+                if done and n == PASSES - 1:
+                    done(i, _median(got))
+    return [_median(got) for got in samples]
+
+
+def _median(got: list[tuple[float, float, int]]) -> tuple[float, float, int]:
+    return statistics.median(m for m, _, _ in got), statistics.median(q for _, q, _ in got), sum(r for _, _, r in got)
+
+
 def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=None) -> list[Measured]:
-    """Time every row in PASSES sweeps over the whole set, min_run_s / PASSES each, and keep
-    each row's median over the sweeps (and the median of its IQRs): a shared machine's speed
-    drifts over minutes, and a row timed once would carry its moment's speed into every fit
-    that reads it (the call rows into all the others)."""
+    """Time every calibration row (`sweep`: its median over PASSES sweeps of them all)."""
     import torch
     import torch._dynamo
 
     torch._dynamo.reset()  # a fresh cache: every compiled row compiles here
-    calls = []
+    rows, calls = [], []
     for spec in specs:
         if spec.workload == "mean":  # its size: the nested ops the eager tracer sees in it
             from landscape.host_validate import trace_eager
@@ -269,29 +301,10 @@ def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=No
             with torch.inference_mode():
                 ops = trace_eager(lambda x: torch.mean(x, -1), [torch.randn(1, 1)])
             spec = replace(spec, size=sum(op.nested for op in ops))
-        calls.append((spec, _jax_row(spec) if spec.runtime == "xla" else _torch_row(spec)))
-    samples: list[list[tuple[float, float, int]]] = [[] for _ in calls]
-    # Rows that compile the same Python function (a lambda made per row) are each a guard-distinct
-    # entry of its one dynamo cache: allow them all, or the later ones would run eagerly.
-    with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(calls))):
-        for sweep in range(PASSES):
-            previous = None
-            for (spec, fn), got in zip(calls, samples):
-                if spec.runtime == "xla":
-                    if previous not in (None, "xla"):
-                        time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
-                    got.append(time_jax(fn, min_run_s / PASSES))
-                else:
-                    with torch.inference_mode():
-                        got.append(time_torch(fn, min_run_s / PASSES))
-                previous = spec.runtime
-                if progress and sweep == PASSES - 1:
-                    progress(_measured(spec, got))
-    return [_measured(spec, got) for (spec, _), got in zip(calls, samples)]
-
-
-def _measured(spec: RowSpec, got: list[tuple[float, float, int]]) -> Measured:
-    return Measured(spec, statistics.median(m for m, _, _ in got), statistics.median(q for _, q, _ in got), sum(r for _, _, r in got))
+        rows.append(spec)
+        calls.append((spec.runtime, _jax_row(spec) if spec.runtime == "xla" else _torch_row(spec)))
+    report = (lambda i, r: progress(Measured(rows[i], *r))) if progress else None
+    return [Measured(spec, *r) for spec, r in zip(rows, sweep(calls, min_run_s, report))]
 
 
 def calibrate(out_dir: Path, min_run_s: float = MIN_RUN_S, progress=None) -> tuple[Path, Path, dict]:

@@ -17,12 +17,11 @@ import contextlib
 import os
 import statistics
 import sys
-import time
 from dataclasses import asdict, dataclass
 
 from hardware_models.cost.cpu import RUNTIMES
 from hardware_models.host_runtime import compiled_seconds, eager_seconds
-from landscape.host_measure import MIN_RUN_S, time_jax, time_torch
+from landscape.host_measure import MIN_RUN_S, sweep
 
 RUNTIME_LABELS = {"eager": "PyTorch eager", "inductor": "torch.compile (Inductor)", "xla": "jax.jit (XLA:CPU)"}
 # Work-dominated sizes: each chosen by the same rule (a working set between L2 and a few MiB, or
@@ -256,15 +255,11 @@ def _jax_row(name, shapes, size, case, target) -> _Pending:
     return _Pending(name, size, "xla", _label(shapes), call, compiled_seconds(ir, target, "xla"))
 
 
-PASSES = 3  # sweeps over every row, each timing a row for min_run_s / PASSES (as calibrate does)
-
-
 def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
              min_run_s: float = MIN_RUN_S, progress=None) -> list[Row]:
-    """Predict every (entry, size, runtime), then time them all in PASSES sweeps and keep each
-    row's median over the sweeps (and the median of its IQRs): a burst of another tenant's work,
-    or the machine's drift over minutes, then moves one sample of a row, not the row. Every row
-    runs routed (MoE: as the costed IR routes its tokens), PyTorch's in inference mode."""
+    """Predict every (entry, size, runtime), then time them all (host_measure.sweep: each row's
+    median over PASSES sweeps of them all). Every row runs routed (MoE: as the costed IR routes
+    its tokens)."""
     import torch
     import torch._dynamo
 
@@ -284,25 +279,10 @@ def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SI
                     pending += [r for r in _torch_rows(name, given, size, case, target) if r.runtime in runtimes]
                 if "xla" in runtimes:
                     pending.append(_jax_row(name, given, size, case, target))
-        samples: list[list[tuple[float, float, int]]] = [[] for _ in pending]
-        # every entry's module is a guard-distinct entry of the dynamo cache of its class's forward
-        with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(pending))):
-            for sweep in range(PASSES):
-                previous = None
-                for row, got in zip(pending, samples):
-                    if row.runtime == "xla":
-                        if previous not in (None, "xla"):
-                            time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
-                        got.append(time_jax(row.call, min_run_s / PASSES))
-                    else:
-                        with torch.inference_mode():
-                            got.append(time_torch(row.call, min_run_s / PASSES))
-                    previous = row.runtime
+        measured = sweep([(row.runtime, row.call) for row in pending], min_run_s)
     rows = []
-    for row, got in zip(pending, samples):
-        p = row.predicted
-        rows.append(Row(row.entry, row.size, row.runtime, row.shapes, statistics.median(m for m, _, _ in got),
-                        statistics.median(q for _, q, _ in got), p.seconds, p.kernels))
+    for row, (median, iqr, _) in zip(pending, measured):
+        rows.append(Row(row.entry, row.size, row.runtime, row.shapes, median, iqr, row.predicted.seconds, row.predicted.kernels))
         if progress:
             progress(rows[-1])
     return rows

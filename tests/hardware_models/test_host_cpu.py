@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, SMALL_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
-from hardware_models.host_calibration import CONV_SHAPES, SMALL_GEMM, Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_calibration import CONV_SHAPES, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
 from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
@@ -75,7 +75,7 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         if spec.workload == "add" and spec.size == 1:
             t += loop
         if spec.workload == "gemm":  # the small and middle GEMMs at half and 3/4 the large one's rate; XLA's a kernel of a GEMM program
-            share = {SMALL_GEMM: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
+            share = {SMALL_GEMM_N: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
             t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm * share)
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
