@@ -29,7 +29,8 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
                    arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
                    times ATen's own GELU, SiLU, LayerNorm and softmax kernels, EAGER_KERNELS; the
-                   last two over rows of REDUCE_ROW): each math library has its own polynomials, and their costs
+                   last two over rows of REDUCE_ROW, LayerNorm with its weight and bias as nn.LayerNorm
+                   runs it: without them ATen's path is 3x slower): each math library has its own polynomials, and their costs
                    differ by 10x between functions and runtimes
                    fitted.R_F_per_s = n / (t - t(loop call)): H01 eagerly, the one-add program
                    compiled (below): the runtime's cost of a call of one tiny loop
@@ -48,8 +49,9 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    r = ((t(shallow) - base - batched) / F(shallow)) / ((t(deep) - base - batched) / F(deep))
                    fitted.R_conv_depth = K0 = (r - 1) / (1 / K(shallow) - r / K(deep)), at least 0
                    fitted.R_conv_flop_per_s = F(deep) * (1 + K0 / K(deep)) / (t(deep) - base - batched)
-    then           a + b of 1-element tensors, torch.compile'd and jax.jit'ed: the call of a program
-                   of loops alone, which calls no library (the GEMM programs' call wakes its threads)
+    then           a + b of 1-element tensors, torch.compile'd (inside an nn.Module, as every
+                   compiled row and every user's compiled model) and jax.jit'ed: the call of a
+                   program of loops alone, which calls no library (the GEMM programs' call wakes its threads)
                    fitted.R_loop_call_s = t - fitted.R_kernel_s
                    a sum over each row of REDUCE_ROW elements, UNARY_N in all, through each runtime
                    (XLA:CPU runs a reduction as a kernel of its own, far below streaming speed)
@@ -71,6 +73,22 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    streamed while the GEMM packs it, far below any stream row's bandwidth
                    fitted.gemm_cold_bytes_per_s, fitted.xla_gemm_cold_bytes_per_s
                        = 16 * 512 KiB / (t(W weights) - t(one weight))
+    then           a square f32 GEMM of TINY_GEMM_N = 32 (65 kFLOP), eagerly: MKL's rate at the size
+                   of an MoE expert's few routed rows, a quarter of its 128^3 rate here (the tiny
+                   end of the curve; XLA's tiny dots have fitted.xla_dot_s instead)
+                   fitted.gemm_f32_tiny_flop_per_s = 2 n^3 / (t - t(H01))
+                   a + p inside an nn.Module whose forward reads p, its own 1-element nn.Parameter:
+                   Module.__getattr__ fetches it and the op takes a Parameter (a tensor subclass)
+                   fitted.eager_param_s = t - t(H02)
+                   x.index_add(0, rows, y) of INDEX_ADD_SHAPE (4 rows of 64 into 16): ATen
+                   expands the index over each row, sorts it and runs threaded regions (at any
+                   size; a width-1 index_add does not: 4 us here against 10); N nested ops, the
+                   row's size, counted by the tracer that validate uses
+                   fitted.eager_index_add_s = t - t(H01) - N * fitted.eager_nested_s
+                   c = a + b jax.jit'ed at the size of the last cache's larger stream row: XLA:CPU's
+                   loops streamed at about a third of ATen's two-thread bandwidth here (40 against
+                   110-130 GB/s, from 2 to 16 MiB moved)
+                   fitted.xla_stream_bytes_per_s = bytes / (t - t(XLA's loop call))
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -83,7 +101,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES
+from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, TINY_GEMM_N, XLA_GEMM_CURVE
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -98,6 +116,7 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
 DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
+INDEX_ADD_SHAPE = (4, 16, 64)  # (rows added, rows of the destination, row width) of the index_add row: 4 KiB, in L1
 COLD_GEMM = (32, 256, 512)  # (m, k, n) of the weight-streaming rows: a 512 KiB f32 weight, an MoE expert's
 SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
 UNMEASURABLE = 1e15  # a rate (bytes or FLOPs per second) above any this machine has: its two rows did not differ
@@ -112,7 +131,9 @@ class RowSpec:
     nested ops ATen runs for it), "gemm"
     (size = n of an n x n x n GEMM), "unary" (y = fn(x); size = elements), "conv" (size =
     the index of its shape in CONV_SHAPES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
-    or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights), "dots" (`size` independent DOT_N^3 dots, summed). A compiled "add" of size 1 is the loop program's call."""
+    or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights), "dots" (`size` independent DOT_N^3 dots, summed),
+    "module-param" (a + p, p a module's own 1-element parameter), "index-add" (of INDEX_ADD_SHAPE;
+    size: its nested ops). A compiled "add" of size 1 is the loop program's call."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -139,8 +160,11 @@ class RowSpec:
             return (self.size * k * n + 16 * (m * k + m * n)) * e
         if self.workload == "reduce":
             return (self.size + self.size // REDUCE_ROW) * e
-        if self.workload in ("mean", "args"):
+        if self.workload in ("mean", "args", "module-param"):
             return 2 * e * (self.size if self.workload == "args" else 1)
+        if self.workload == "index-add":  # the destination copied, the rows read, the index
+            rows, dst, width = INDEX_ADD_SHAPE
+            return (2 * dst * width + rows * width) * e + rows * 8
         return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e}[self.workload]
 
     @property
@@ -159,7 +183,9 @@ class RowSpec:
             return self.size * 2 * DOT_N**3
         if self.workload == "reduce":
             return self.size
-        return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload == "mean" else self.size - (self.workload == "args"))
+        if self.workload == "index-add":
+            return INDEX_ADD_SHAPE[0] * INDEX_ADD_SHAPE[2]
+        return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload in ("mean", "module-param") else self.size - (self.workload == "args"))
 
 
 @dataclass(frozen=True)
@@ -208,7 +234,7 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "add", "f32", 1))
     for runtime in RUNTIMES:
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "reduce", "f32", UNARY_N))
-    for n, _ in GEMM_CURVE[:-1]:  # the small and middle f32 GEMMs (the large one is H15, H18)
+    for n, _ in XLA_GEMM_CURVE[:-1]:  # the small and middle f32 GEMMs (the large one is H15, H18)
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", n))
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "gemm", "f32", n))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "sdpa", "f32", 1))
@@ -218,6 +244,11 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     for runtime in ("eager", "xla"):
         for count in (1, weights):
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "weights", "f32", count))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "gemm", "f32", TINY_GEMM_N))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "module-param", "f32", 1))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "index-add", "f32", 0))  # size: its nested ops, once counted
+    last_cache = max((r for r in rows if r.level and r.level != "dram"), key=lambda r: r.size)
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "add", "f32", last_cache.size))  # XLA:CPU's loop, streaming
     return rows
 
 
@@ -309,10 +340,19 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         out[f"fitted.{runtime}_conv_batched_s"] = (fixed, rows)
         out[f"fitted.{runtime}_conv_depth"] = (max(depth, FLOOR), rows)
         out[f"fitted.{runtime}_conv_flop_per_s"] = (rate, rows)
-    mean = next((m for m in measured if m.spec.workload == "mean"), None)
-    if mean is not None:
-        out["fitted.eager_nested_s"] = (max(mean.median_s - t["H01"], FLOOR) / max(mean.spec.size, 1), f"{mean.spec.id} H01")
+    mean = next(m for m in measured if m.spec.workload == "mean")
+    nested = max(mean.median_s - t["H01"], FLOOR) / max(mean.spec.size, 1)
+    out["fitted.eager_nested_s"] = (nested, f"{mean.spec.id} H01")
+    param = next(m for m in measured if m.spec.workload == "module-param")
+    out["fitted.eager_param_s"] = (max(param.median_s - t["H02"], FLOOR), f"{param.spec.id} H02")
+    stream = next(m for m in measured if m.spec.runtime == "xla" and m.spec.workload == "add" and m.spec.size > 1)
+    loop = _loop_call(measured, "xla")
+    out["fitted.xla_stream_bytes_per_s"] = (stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12), f"{stream.spec.id} {loop.spec.id}")
+    index_add = next(m for m in measured if m.spec.workload == "index-add")
+    out["fitted.eager_index_add_s"] = (max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
+                                       f"{index_add.spec.id} H01 {mean.spec.id}")
     return out
+
 
 
 def rows_csv(measured: list[Measured]) -> str:

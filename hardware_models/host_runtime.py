@@ -7,10 +7,12 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
                                           + fitted.eager_dispatch_s, or fitted.eager_nested_s
                                             for an op another op's C++ calls)
                          + module_calls * fitted.eager_module_call_s
+                         + parameters * fitted.eager_param_s
               (compute_s also holds a reduction's elements at the reduce rate, and the fused
               attention's query rows at fitted.eager_sdpa_row_s; a view moves no bytes but is
               still dispatched; module_calls: the nn.Modules
-              whose forward runs, Python's share of eager)
+              whose forward runs, Python's share of eager; parameters: the nn.Parameters they
+              read, each fetched through Module.__getattr__ and handed to an op as a Parameter)
     inductor  torch.compile: the IR of torch-mlir compiled by the cpu family's passes (fused),
               each kernel + fitted.inductor_kernel_s, + fitted.inductor_call_s per call
               (fitted.inductor_loop_call_s for a program without a contraction; XLA alike)
@@ -74,13 +76,16 @@ def _check(target: Target) -> None:
         raise UnknownName("host-CPU target", target.name, ["a target of the cpu family (host-cpu)"])
 
 
-def eager_seconds(ops: list[FrameworkOp], target: Target, module_calls: int = 1, weight_bytes: int = 0) -> RuntimeTime:
+def eager_seconds(ops: list[FrameworkOp], target: Target, module_calls: int = 1, weight_bytes: int = 0,
+                  parameters: int = 0) -> RuntimeTime:
     """Predict one eager PyTorch call from the ATen ops it dispatches (module doc); `weight_bytes`:
-    the module's parameters, which its GEMMs stream when they outgrow the private caches."""
+    the module's parameters' bytes, which its GEMMs stream when they outgrow the private caches;
+    `parameters`: how many it reads."""
     _check(target)
     work = sum(eager_op_seconds(op, target) for op in ops)
     work += cold_weight_seconds(target, "eager", sum(op.rhs_bytes for op in ops), weight_bytes)
-    return RuntimeTime("eager", len(ops), work, module_calls * target["fitted.eager_module_call_s"])
+    overhead = module_calls * target["fitted.eager_module_call_s"] + parameters * target["fitted.eager_param_s"]
+    return RuntimeTime("eager", len(ops), work, overhead)
 
 
 def _argument_reads(plan, module: Module) -> tuple[int, int]:

@@ -61,8 +61,10 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     of ten transcendental functions through each runtime (and ATen's GELU, SiLU and LayerNorm
     kernels); a row reduction's rate; a convolution's fixed costs, rate and depth law through each
     runtime; the fused attention's cost per query row; XLA's dot call; the rate at which a GEMM
-    streams weights beyond the private caches. Each is the median of repeated calls after a
-    warm-up, over three sweeps of all the rows, with its interquartile range.
+    streams weights beyond the private caches; what a module's parameters and ATen's index_add
+    add eagerly; XLA:CPU's streaming rate. Each is the median of repeated calls after a warm-up
+    on all of PyTorch's threads, the median over five sweeps of all the rows, with its
+    interquartile range.
     Use the file with `landscape validate host-cpu --target-file DIR/host-cpu.toml`, or copy
     it over hardware_models/targets/host-cpu.toml to make it the default.
     """
@@ -141,7 +143,7 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     note = check_machine(target)
     if note and not as_json:
         click.echo(note, err=True)
-    if not as_json:  # the rows come all at once, after three sweeps over them (host_validate.validate)
+    if not as_json:  # the rows come all at once, after PASSES sweeps over them (host_validate.validate)
         click.echo(f"timing the catalogue on {Path(target.path).name}'s machine: every row built and compiled, "
                    f"then timed in {PASSES} sweeps (a minute or more)", err=True)
     before = drift(target, min_run_s)

@@ -2,7 +2,8 @@
 calls, with the interquartile range as the spread (a shared 2-core machine is noisy).
 
     PyTorch (eager and torch.compile): torch.utils.benchmark.Timer.blocked_autorange, which
-        runs blocks of calls long enough to time and reports per-call median and IQR
+        runs blocks of calls long enough to time and reports per-call median and IQR, on all
+        of PyTorch's threads (the Timer's default is one); compiled rows are compiled modules
     JAX (jax.jit): the same recipe by hand: calls in blocks of at least BLOCK_S, each block
         ended by block_until_ready (JAX dispatches asynchronously), per-call times per block
 
@@ -21,23 +22,28 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit, plan_rows, rows_csv,
-                                              target_toml)
+from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
+                                              plan_rows, rows_csv, target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
 
 
 def time_torch(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
-    """(median s, IQR s, timed blocks) of one call of `fn()`, after a warm-up call."""
+    """(median s, IQR s, timed blocks) of one call of `fn()`, after a warm-up call, on every
+    thread PyTorch runs with (torch.utils.benchmark.Timer times on one thread unless told: ATen's
+    parallel ops and MKL's GEMMs would run at a core's speed while jax.jit's ran on all of them)."""
     import warnings
+
+    import torch
 
     with warnings.catch_warnings():  # its import touches torch.jit.script_method, deprecated in torch 2.13
         warnings.simplefilter("ignore", DeprecationWarning)
         import torch.utils.benchmark as benchmark
 
     fn()
-    m = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_s)
+    timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    m = timer.blocked_autorange(min_run_time=min_run_s)
     return m.median, m.iqr, len(m.times)
 
 
@@ -86,6 +92,31 @@ def _add_module():
     return Add()
 
 
+def _param_module():
+    """`a + p` inside an nn.Module's forward, p its own 1-element parameter."""
+    import torch
+    from torch import nn
+
+    class AddParameter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.p = nn.Parameter(torch.ones(1))
+
+        def forward(self, a):
+            return a + self.p
+
+    return AddParameter()
+
+
+def _index_add_call():
+    """The index_add row's call and its tensors (INDEX_ADD_SHAPE), for timing and for the tracer."""
+    import torch
+
+    rows, dst, width = INDEX_ADD_SHAPE
+    x, y, index = torch.zeros(dst, width), torch.ones(rows, width), torch.arange(rows)
+    return lambda: x.index_add(0, index, y)
+
+
 POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
 
 
@@ -100,8 +131,16 @@ def _torch_function(fn: str):
 
     return {"exponential": torch.exp, "log": torch.log, "tanh": torch.tanh, "logistic": torch.sigmoid, "erf": torch.erf,
             "erfc": torch.erfc, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sine": torch.sin, "cosine": torch.cos,
-            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,)),
+            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,), *_affine()),
             "softmax": lambda x: torch.softmax(x.view(-1, REDUCE_ROW), -1)}[fn]
+
+
+def _affine():
+    """A LayerNorm's weight and bias, as nn.LayerNorm has them (ATen's kernel without them takes
+    a path 3x slower here)."""
+    import torch
+
+    return torch.ones(REDUCE_ROW), torch.zeros(REDUCE_ROW)
 
 
 def _jax_function(fn: str):
@@ -144,11 +183,13 @@ def _torch_row_call(spec: RowSpec):
         return _torch_chain(spec)
     if spec.workload == "args":
         args = [torch.randn(1) for _ in range(spec.size)]
-        total = torch.compile(lambda *xs: sum(xs), dynamic=False)
+        total = _compiled(lambda *xs: sum(xs))
         return lambda: total(*args)
     if spec.workload == "mean":
         one = torch.randn(1, 1)
         return lambda: torch.mean(one, -1)
+    if spec.workload == "index-add":
+        return _index_add_call()
     if spec.workload == "unary":
         fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
         fn = _compiled(fn) if spec.runtime == "inductor" else fn
@@ -157,6 +198,9 @@ def _torch_row_call(spec: RowSpec):
     if spec.workload == "module-add":
         module = _add_module()
         return lambda: module(x, y)
+    if spec.workload == "module-param":
+        module = _param_module()
+        return lambda: module(x)
     if spec.runtime == "inductor":  # the call of a program of one loop
         add = _compiled(lambda a, b: a + b)
         return lambda: add(x, y)
@@ -166,10 +210,21 @@ def _torch_row_call(spec: RowSpec):
 
 
 def _compiled(fn):
-    """torch.compile of `fn`, compiled at its first call (measure_rows lets every row keep its own compile)."""
+    """torch.compile of `fn` inside an nn.Module (the call validate and a user time is a compiled
+    module's, which dynamo enters through the module: a few us above a compiled function's
+    here), compiled at its first call (measure_rows lets every row keep its own compile)."""
     import torch
+    from torch import nn
 
-    return torch.compile(fn, dynamic=False)
+    if isinstance(fn, nn.Module):
+        return torch.compile(fn, dynamic=False)
+    body = fn
+
+    class Function(nn.Module):
+        def forward(self, *xs):
+            return body(*xs)
+
+    return torch.compile(Function(), dynamic=False)
 
 
 def _torch_conv(spec: RowSpec):
@@ -249,15 +304,19 @@ def _jax_row(spec: RowSpec):
     return lambda: f(x, y)
 
 
-PASSES = 3  # sweeps over the rows: each row timed once per sweep, for a third of its time
+PASSES = 5  # sweeps over the rows: each row timed once per sweep, for a fifth of its time
+PARK_S = 0.05  # the pause between a PyTorch row and a JAX row, either way: the other's threads park
 
 
 def sweep(calls: list[tuple[str, object]], min_run_s: float = MIN_RUN_S, done=None) -> list[tuple[float, float, int]]:
     """Time each (runtime, call) in PASSES sweeps over them all, min_run_s / PASSES each, and
     return each one's (median over the sweeps, median of its IQRs, timed blocks): a shared
-    machine's speed drifts over minutes and another tenant's burst comes and goes, so a call
-    timed once would carry its moment's speed. PyTorch's calls run in inference mode; a JAX
-    call after a PyTorch one waits for PyTorch's OpenMP threads to park. `done(i, result)` is
+    machine's speed drifts over minutes and another tenant's burst comes and goes (one slowed
+    a row 15x in two sweeps of three), so a call timed once would carry its moment's speed.
+    (The fastest sweep instead: the tiny calibration rows find the machine's quiet moments
+    more often than a block's many ops do, and every block came out 2x under.) PyTorch's calls run in inference mode; a JAX
+    call after a PyTorch one, or a PyTorch call after a JAX one, waits PARK_S for the other
+    library's threads to park. `done(i, result)` is
     called as call i's last sweep ends. calibrate's rows and validate's catalogue rows time here."""
     import torch
     import torch._dynamo
@@ -270,9 +329,12 @@ def sweep(calls: list[tuple[str, object]], min_run_s: float = MIN_RUN_S, done=No
         for n in range(PASSES):
             previous = None
             for i, ((runtime, fn), got) in enumerate(zip(calls, samples)):
+                if previous is not None and (previous == "xla") != (runtime == "xla"):
+                    # PyTorch's OpenMP threads and XLA's pool spin for a while after their last
+                    # op: on two cores a spinning thread would take a core from the other
+                    # library's second thread
+                    time.sleep(PARK_S)
                 if runtime == "xla":
-                    if previous not in (None, "xla"):
-                        time.sleep(0.05)  # PyTorch's OpenMP threads spin for a while after its last op: let them park
                     got.append(time_jax(fn, min_run_s / PASSES))
                 else:
                     with torch.inference_mode():
@@ -295,11 +357,12 @@ def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=No
     torch._dynamo.reset()  # a fresh cache: every compiled row compiles here
     rows, calls = [], []
     for spec in specs:
-        if spec.workload == "mean":  # its size: the nested ops the eager tracer sees in it
+        if spec.workload in ("mean", "index-add"):  # its size: the nested ops the eager tracer sees in it
             from landscape.host_validate import trace_eager
 
+            call, inputs = ((lambda x: torch.mean(x, -1)), [torch.randn(1, 1)]) if spec.workload == "mean" else (_index_add_call(), [])
             with torch.inference_mode():
-                ops = trace_eager(lambda x: torch.mean(x, -1), [torch.randn(1, 1)])
+                ops = trace_eager(call, inputs)
             spec = replace(spec, size=sum(op.nested for op in ops))
         rows.append(spec)
         calls.append((spec.runtime, _jax_row(spec) if spec.runtime == "xla" else _torch_row(spec)))

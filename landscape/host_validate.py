@@ -7,8 +7,8 @@ prediction for a row comes from the IR of the side that ran it (torch-mlir's for
 Inductor, JAX's for jax.jit) compiled by the cpu family's passes, or, eagerly, from the ATen
 ops one call dispatches (`trace_eager`); both costed by hardware_models/host_runtime.py.
 error = predicted / measured - 1; the summary gives the median |error| and the worst ratio
-max(p/m, m/p) per runtime and overall. Measured: median of repeated calls and
-its interquartile range (landscape/host_measure.py).
+max(p/m, m/p) per runtime and overall. Measured: median of repeated calls (over PASSES
+sweeps) and its interquartile range (landscape/host_measure.py).
 """
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def _torch_rows(name, shapes, size, case, target) -> list[_Pending]:
         traced = trace_eager(module, inputs)
     compiled = torch.compile(module, dynamic=False)
     weights = sum(p.numel() * p.element_size() for p in module.parameters())
-    return [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager_seconds(traced, target, _module_calls(module), weights)),
+    eager = eager_seconds(traced, target, _module_calls(module), weights, len(list(module.parameters())))
+    return [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager),
             _Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs), compiled_seconds(ir, target, "inductor"))]
 
 

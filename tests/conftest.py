@@ -7,6 +7,12 @@ import sys
 
 # Two host devices, so multi-chip code can be tested on a CPU (must precede importing jax).
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
+# PyTorch's threads per test worker: the cores shared among the workers (must precede importing
+# torch; notebook kernels inherit it). Each worker's OpenMP threads spin after a parallel region,
+# so two workers of two threads each on two cores starve one another: a GEMM the notebooks time
+# ran 60x slower.
+if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402

@@ -6,8 +6,8 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 PyTorch eager and Inductor; XLA:CPU's own: fitted.xla_gemm_f32_flop_per_s, other
                 types at the ratio PyTorch measured) at a compute-bound size; 16-bit types without
                 AVX512_BF16/AMX convert to f32, which is why they are measured, not derived;
-                a smaller GEMM runs slower, from a second, small f32 row per library
-                (`size_factor`: straight in log FLOPs between the two rows, one batch member's FLOPs)
+                a smaller GEMM runs slower, from smaller square f32 rows per library
+                (`size_factor`: straight in log FLOPs between neighbouring rows, one batch member's FLOPs)
     reductions  fitted.<runtime>_reduce_per_s: elements a row reduction reads per second (a
                 reduce in a fused loop, an ATen sum/mean/amax... eagerly), in place of its FLOPs
     vector      cores * f32 lanes * clock element operations per second (derived); a fused loop
@@ -19,7 +19,8 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 XLA's in ATen, rsqrt 4x ATen's in XLA); a function without a row of its own costs
                 what its runtime's exponential costs; eager ATen kernels that are their own
                 (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
-    levels      each level's bytes_per_s, measured by streaming c = a + b through it
+    levels      each level's bytes_per_s, measured by streaming c = a + b through it (ATen, on every
+                core); XLA:CPU's kernels stream at most at fitted.xla_stream_bytes_per_s (`stream_bandwidth`)
 Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
     Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
     transcendental rates (measured on every core: the calibration's exp row is 4 grains long)
@@ -50,7 +51,8 @@ A compiled kernel (a group of the plan):
 An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
 and transcendentals (a convolution: its FLOPs at the conv rate + its fixed cost, as above; the fused
 attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
-(fitted.eager_nested_s when another op's C++ calls it).
+(fitted.eager_nested_s when another op's C++ calls it); an index_add (SORTED_SCATTERS) adds
+fitted.eager_index_add_s, its sort and threaded regions (a 1 x 1 one 3 us above a dispatch here).
 
 Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
 its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
@@ -90,29 +92,36 @@ FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "r
 # the same kernel's shape, max then exp-sum then scale, and costs softmax's rate)
 EAGER_KERNELS = ("gelu", "silu", "layer_norm", "softmax")
 GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
+# ATen ops that scatter-add rows through an index expanded over each row (index_add: MoE's
+# routed experts add their rows back this way): ATen sorts the index and runs threaded regions
+# at any size, a fixed cost far above a dispatch (fitted.eager_index_add_s).
+SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
 SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 
 
-# n of the calibration's three square f32 GEMM rows per library (host_calibration.py times them),
-# and the key suffix of each rate: between their FLOPs the rate follows them (`size_factor`).
-SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = 128, 256, 1024  # choices: 4.2 MFLOP (decode-sized), 34 MFLOP, 2.1 GFLOP (compute-bound)
-GEMM_CURVE = ((SMALL_GEMM_N, "_small"), (MID_GEMM_N, "_mid"), (LARGE_GEMM_N, ""))
-SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
+# n of the calibration's square f32 GEMM rows per library (host_calibration.py times them), and
+# the key suffix of each rate: between their FLOPs the rate follows them (`size_factor`).
+TINY_GEMM_N, SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = 32, 128, 256, 1024  # choices: 65 kFLOP (an expert's few routed rows), 4.2 MFLOP (decode-sized), 34 MFLOP, 2.1 GFLOP (compute-bound)
+GEMM_CURVE = ((TINY_GEMM_N, "_tiny"), (SMALL_GEMM_N, "_small"), (MID_GEMM_N, "_mid"), (LARGE_GEMM_N, ""))  # MKL's, under eager and Inductor
+# XLA:CPU's curve starts at the small row: its tiny dots' fixed cost is fitted.xla_dot_s, measured apart.
+XLA_GEMM_CURVE = GEMM_CURVE[1:]
+TINY_GEMM_FLOPS, SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
 
 
 def size_factor(target: Target, runtime: str, flops: float | None) -> float:
     """The GEMM library's rate at `flops` (one GEMM: one batch member) over its rate at the
-    large row, from the three measured f32 rows (128^3, 256^3, 1024^3): straight in log(FLOPs)
-    between two neighbouring rows, flat outside them. Between rows a (F_a, r_a) and b (F_b, r_b):
+    large row, from its measured square f32 rows (MKL: 32^3, 128^3, 256^3, 1024^3; XLA:CPU from
+    128^3, XLA_GEMM_CURVE): straight in log(FLOPs) between two neighbouring rows, flat outside
+    them. Between rows a (F_a, r_a) and b (F_b, r_b):
         f = ln(flops / F_a) / ln(F_b / F_a);   rate = r_a + f * (r_b - r_a)
     A small GEMM runs below the large one's rate (fewer threads busy, its packing and edges a
-    larger share); XLA:CPU's dots stay at about one core's rate up to the middle row, then
-    use both. 1 without `flops`."""
+    larger share; MKL's 32^3 at about a quarter of its 128^3 rate here); XLA:CPU's dots stay at
+    about one core's rate up to the middle row, then use both. 1 without `flops`."""
     if flops is None:
         return 1.0
-    prefix = "fitted.xla_gemm_f32" if runtime == "xla" else "fitted.gemm_f32"
-    points = [(2 * n**3, target[f"{prefix}{suffix}_flop_per_s"]) for n, suffix in GEMM_CURVE]
+    prefix, curve = ("fitted.xla_gemm_f32", XLA_GEMM_CURVE) if runtime == "xla" else ("fitted.gemm_f32", GEMM_CURVE)
+    points = [(2 * n**3, target[f"{prefix}{suffix}_flop_per_s"]) for n, suffix in curve]
     flops = min(max(flops, points[0][0]), points[-1][0])
     for (fa, ra), (fb, rb) in zip(points, points[1:]):
         if flops <= fb:
@@ -236,6 +245,13 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
     return flops, trans
 
 
+def stream_bandwidth(target: Target, runtime: str, level: Level) -> float:
+    """Bytes per second a kernel streams through `level`: the level's (ATen's stream rows, on
+    every core), XLA:CPU's kernels no faster than its own stream row (fitted.xla_stream_bytes_per_s)."""
+    bandwidth = target.level_value(level, "bytes_per_s")
+    return min(bandwidth, target["fitted.xla_stream_bytes_per_s"]) if runtime == "xla" else bandwidth
+
+
 def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, runtime: str = "inductor") -> Cost:
     if runtime not in COMPILED:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
@@ -243,7 +259,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     work = group_work(plan, module, group)
     footprint = placement.at(target.main_memory_level)
     level = level_for(target, footprint)
-    memory_s = {level.name: footprint / target.level_value(level, "bytes_per_s")}
+    memory_s = {level.name: footprint / stream_bandwidth(target, runtime, level)}
     bytes_ = {level.name: footprint}
     overhead_s = target[f"fitted.{runtime}_kernel_s"]
     if group.kind == "attention":  # fuse_attention: ATen's flash attention, as eagerly (`attention_seconds`)
@@ -311,7 +327,8 @@ def eager_op_seconds(op, target: Target) -> float:
         share = threads(target, op.elements)
         compute_s = (op.flops / vector_rate(target) + op.reduced / reduce_rate(target, "eager")
                      + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
-    return max(compute_s, memory_s) + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
+    fixed_s = target["fitted.eager_index_add_s"] if op.name in SORTED_SCATTERS else 0.0
+    return max(compute_s, memory_s) + fixed_s + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
 
 
 def call_overhead_s(target: Target, runtime: str, loops_only: bool = False) -> float:

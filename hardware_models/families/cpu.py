@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, RUNTIMES, cpu_group_cost, gemm_rate
+from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, RUNTIMES, XLA_GEMM_CURVE, cpu_group_cost, gemm_rate
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
@@ -98,8 +98,9 @@ CPU = register(Family(
                    *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + (EAGER_KERNELS if r == "eager" else ())),
                    "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
                    "inductor_loop_call_s", "xla_loop_call_s", *(f"{r}_reduce_per_s" for r in RUNTIMES),
-                   "gemm_f32_small_flop_per_s", "xla_gemm_f32_small_flop_per_s", "gemm_f32_mid_flop_per_s",
-                   "xla_gemm_f32_mid_flop_per_s", "eager_sdpa_row_s",
+                   *(f"gemm_f32{suffix}_flop_per_s" for _, suffix in GEMM_CURVE[:-1]),
+                   *(f"xla_gemm_f32{suffix}_flop_per_s" for _, suffix in XLA_GEMM_CURVE[:-1]),
+                   "eager_sdpa_row_s", "eager_param_s", "eager_index_add_s", "xla_stream_bytes_per_s",
                    "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s", "xla_dot_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
                    *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth"))),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, SMALL_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, SMALL_GEMM_N, TINY_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
 from hardware_models.host_calibration import CONV_SHAPES, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
@@ -72,10 +72,10 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         if spec.workload == "add" and spec.size > 1:
             t += spec.bytes / bandwidth
         loop = 0.2e-6 if spec.runtime != "eager" else 0  # a one-loop program's call: 0.2 us above the dispatch
-        if spec.workload == "add" and spec.size == 1:
+        if spec.workload == "add":  # a compiled loop's call (XLA's stream row too)
             t += loop
         if spec.workload == "gemm":  # the small and middle GEMMs at half and 3/4 the large one's rate; XLA's a kernel of a GEMM program
-            share = {SMALL_GEMM_N: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
+            share = {TINY_GEMM_N: 0.25, SMALL_GEMM_N: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
             t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm * share)
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
@@ -95,6 +95,13 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         if spec.workload == "mean":
             spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 4)
             t += 4 * 0.5e-6
+        if spec.workload == "module-add":  # a module's call: 1 us
+            t += 1e-6
+        if spec.workload == "module-param":  # the module's call, then its parameter fetched: 0.7 us
+            t += 1e-6 + 0.7e-6
+        if spec.workload == "index-add":  # 3 nested ops, then its sort and threaded regions: 6 us
+            spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 3)
+            t += 3 * 0.5e-6 + 6e-6
         out.append(Measured(spec, t, 0.0, 10))
     return out
 
@@ -128,6 +135,11 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.eager_gelu_per_s"] == pytest.approx(0.5e9, rel=1e-6) and "fitted.xla_gelu_per_s" not in fits
     assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
     assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
+    assert fits["fitted.eager_module_call_s"] == pytest.approx(1e-6) and fits["fitted.eager_param_s"] == pytest.approx(0.7e-6)
+    assert fits["fitted.eager_index_add_s"] == pytest.approx(6e-6)
+    assert fits["fitted.gemm_f32_tiny_flop_per_s"] == pytest.approx(25e9, rel=1e-6)
+    assert "fitted.xla_gemm_f32_tiny_flop_per_s" not in fits  # XLA's tiny dots: fitted.xla_dot_s
+
     for runtime in ("inductor", "xla"):  # a loop program's call: its row less one kernel
         assert fits[f"fitted.{runtime}_loop_call_s"] == pytest.approx(2e-6 + 0.2e-6 - 1e-6)
     for runtime in ("eager", "inductor", "xla"):
@@ -139,6 +151,16 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
     assert fits["fitted.xla_dot_s"] == pytest.approx(3e-6, rel=1e-6)
     assert fits["fitted.xla_gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
+    assert fits["fitted.xla_stream_bytes_per_s"] == pytest.approx(50e9, rel=1e-6)  # its row less XLA's loop call
+
+
+def test_every_fitted_value_a_cpu_target_must_hold_is_one_the_calibration_makes():
+    """The cpu family's required fitted keys (a file without one is refused on loading: one
+    calibrated before a row existed) are exactly what `fit` makes, beside the caches' bandwidths."""
+    from hardware_models.families.cpu import CPU
+
+    made = {k for k in fit(synthetic_rows()) if k.removeprefix("fitted.") not in CPU.optional["fitted"]}
+    assert made == {f"fitted.{k}" for k in CPU.schema["fitted"]}
 
 
 def test_the_committed_target_refits_from_the_rows_it_cites_a_regression_guard():
@@ -176,6 +198,29 @@ def test_an_eager_gemm_costs_its_flops_at_the_fitted_rate_plus_one_dispatch_by_h
     assert got.seconds == pytest.approx(expected + t["fitted.eager_module_call_s"])
     nested = FrameworkOp("view", 0, 0, nested=True)
     assert eager_seconds([op, nested], t, 0).seconds - eager_seconds([op], t, 0).seconds == pytest.approx(t["fitted.eager_nested_s"])
+
+
+def test_a_modules_parameters_and_an_index_add_cost_their_measured_fixed_costs_by_hand():
+    """Each parameter a module reads costs fitted.eager_param_s on top of its module call; an
+    index_add (ATen's sorted scatter over an expanded index) fitted.eager_index_add_s on top of
+    its dispatch, at any size; a scatter that does not expand its index does not."""
+    t = get_target("host-cpu")
+    three = eager_seconds([], t, module_calls=2, parameters=3)
+    assert three.overhead_s == pytest.approx(2 * t["fitted.eager_module_call_s"] + 3 * t["fitted.eager_param_s"])
+    index_add, scatter = (FrameworkOp(name, 0, 0) for name in ("index_add", "scatter"))
+    assert eager_seconds([index_add], t, 0).seconds == pytest.approx(t["fitted.eager_dispatch_s"] + t["fitted.eager_index_add_s"])
+    assert eager_seconds([scatter], t, 0).seconds == pytest.approx(t["fitted.eager_dispatch_s"])
+
+
+def test_xla_kernels_stream_no_faster_than_xlas_own_stream_row():
+    """stream_bandwidth: a level's bandwidth (ATen's stream rows), capped for XLA:CPU's kernels
+    at fitted.xla_stream_bytes_per_s; Inductor's kernels take the level's."""
+    from hardware_models.cost.cpu import stream_bandwidth
+
+    t = get_target("host-cpu")
+    for level in t.levels:
+        assert stream_bandwidth(t, "inductor", level) == t.level_value(level, "bytes_per_s")
+        assert stream_bandwidth(t, "xla", level) == min(t.level_value(level, "bytes_per_s"), t["fitted.xla_stream_bytes_per_s"])
 
 
 def test_xla_gemms_keep_pytorchs_ratio_between_types():
@@ -297,17 +342,25 @@ def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(
         load_target_file(damaged)
 
 
-def test_a_gemms_rate_follows_the_three_measured_rows_by_hand():
-    """size_factor: the small row's rate at 2 * 128^3 FLOPs and below, the middle row's at
-    2 * 256^3, the large row's at 2 * 1024^3 and above; straight in log FLOPs between
-    neighbours (halfway in log between 256^3 and 1024^3: 2 * 512^3)."""
-    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, MID_GEMM_FLOPS, SMALL_GEMM_FLOPS, size_factor
+def test_a_gemms_rate_follows_the_measured_rows_by_hand():
+    """size_factor: XLA's small row's rate at 2 * 128^3 FLOPs and below (MKL's tiny row's at
+    2 * 32^3 and below), the middle row's at 2 * 256^3, the large row's at 2 * 1024^3 and
+    above; straight in log FLOPs between neighbours (halfway in log between 256^3 and 1024^3:
+    2 * 512^3; between 32^3 and 128^3: 2 * 64^3)."""
+    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, MID_GEMM_FLOPS, SMALL_GEMM_FLOPS, TINY_GEMM_FLOPS, size_factor
 
     t = get_target("host-cpu")
+    tiny = t["fitted.gemm_f32_tiny_flop_per_s"]
+    for runtime in ("eager", "inductor"):  # MKL's curve, under eager and Inductor alike
+        small = t["fitted.gemm_f32_small_flop_per_s"]
+        assert gemm_rate(t, "f32", runtime, TINY_GEMM_FLOPS) == pytest.approx(tiny)
+        assert gemm_rate(t, "f32", runtime, 1) == pytest.approx(tiny)  # flat below the tiny row
+        assert gemm_rate(t, "f32", runtime, 2 * 64**3) == pytest.approx((tiny + small) / 2)
     for runtime, prefix in (("eager", "fitted.gemm_f32"), ("xla", "fitted.xla_gemm_f32")):
         small, mid, large = (t[f"{prefix}{s}_flop_per_s"] for s in ("_small", "_mid", ""))
         assert gemm_rate(t, "f32", runtime, SMALL_GEMM_FLOPS) == pytest.approx(small)
-        assert gemm_rate(t, "f32", runtime, 1) == pytest.approx(small)  # flat below the small row
+        if runtime == "xla":
+            assert gemm_rate(t, "f32", runtime, 1) == pytest.approx(small)  # flat below the small row
         assert gemm_rate(t, "f32", runtime, MID_GEMM_FLOPS) == pytest.approx(mid)
         assert gemm_rate(t, "f32", runtime, LARGE_GEMM_FLOPS * 8) == pytest.approx(large)
         assert gemm_rate(t, "f32", runtime, 2 * 512**3) == pytest.approx((mid + large) / 2)
