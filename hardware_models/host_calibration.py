@@ -56,7 +56,7 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    a sum over each row of REDUCE_ROW elements, UNARY_N in all, through each runtime
                    (XLA:CPU runs a reduction as a kernel of its own, far below streaming speed)
                    fitted.R_reduce_per_s = n / (t - t(loop call))
-                   square f32 GEMMs of 128 and 256 (GEMM_CURVE), eagerly and jax.jit'ed: a small
+                   square f32 GEMMs of 128 and 256 (XLA_GEMM_CURVE), eagerly and jax.jit'ed: a small
                    and a middle GEMM's rates, which with the large one's give the rate's growth
                    with size (cost/cpu.py size_factor)
                    fitted.gemm_f32_{small,mid}_flop_per_s, fitted.xla_gemm_f32_{small,mid}_flop_per_s as H15, H18
@@ -74,21 +74,28 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    fitted.gemm_cold_bytes_per_s, fitted.xla_gemm_cold_bytes_per_s
                        = 16 * 512 KiB / (t(W weights) - t(one weight))
     then           a square f32 GEMM of TINY_GEMM_N = 32 (65 kFLOP), eagerly: MKL's rate at the size
-                   of an MoE expert's few routed rows, a quarter of its 128^3 rate here (the tiny
+                   of an MoE expert's few routed rows, an eighth of its 128^3 rate here (the tiny
                    end of the curve; XLA's tiny dots have fitted.xla_dot_s instead)
                    fitted.gemm_f32_tiny_flop_per_s = 2 n^3 / (t - t(H01))
                    a + p inside an nn.Module whose forward reads p, its own 1-element nn.Parameter:
                    Module.__getattr__ fetches it and the op takes a Parameter (a tensor subclass)
                    fitted.eager_param_s = t - t(H02)
                    x.index_add(0, rows, y) of INDEX_ADD_SHAPE (4 rows of 64 into 16): ATen
-                   expands the index over each row, sorts it and runs threaded regions (at any
-                   size; a width-1 index_add does not: 4 us here against 10); N nested ops, the
+                   expands the index over each row, sorts it and runs threaded regions, at any
+                   number of rows (9-12 us here on two threads, 5 on one; rows of one element
+                   cost less, 4.4 us, and are charged this row's cost too); N nested ops, the
                    row's size, counted by the tracer that validate uses
                    fitted.eager_index_add_s = t - t(H01) - N * fitted.eager_nested_s
-                   c = a + b jax.jit'ed at the size of the last cache's larger stream row: XLA:CPU's
-                   loops streamed at about a third of ATen's two-thread bandwidth here (40 against
-                   110-130 GB/s, from 2 to 16 MiB moved)
+                   c = a + b jax.jit'ed at the largest power of two of elements within the last
+                   cache's larger stream row: XLA:CPU's loops streamed at half of ATen's two-thread
+                   bandwidth here (61 against 144 GB/s at 524,288 elements), and at a quarter at
+                   the stream rows' own odd lengths (37 GB/s at 699,050: XLA splits such a loop
+                   less well), so the row takes the length a model's tensors have
                    fitted.xla_stream_bytes_per_s = bytes / (t - t(XLA's loop call))
+                   ATen's own kernels (EAGER_KERNELS) on KERNEL_CALL_N = 1024 elements: each pays
+                   a fixed cost per call beside its work (GELU's 7-9 us here at 1,024 or 4,096
+                   elements, where SiLU's is ~0), its work on one core (below the grain)
+                   fitted.eager_F_s = t - t(H01) - n * cores / fitted.eager_F_per_s
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -116,6 +123,7 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
 DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
+KERNEL_CALL_N = 2 * REDUCE_ROW  # elements of the small rows of ATen's own kernels (two rows of a norm or softmax)
 INDEX_ADD_SHAPE = (4, 16, 64)  # (rows added, rows of the destination, row width) of the index_add row: 4 KiB, in L1
 COLD_GEMM = (32, 256, 512)  # (m, k, n) of the weight-streaming rows: a 512 KiB f32 weight, an MoE expert's
 SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
@@ -160,12 +168,15 @@ class RowSpec:
             return (self.size * k * n + 16 * (m * k + m * n)) * e
         if self.workload == "reduce":
             return (self.size + self.size // REDUCE_ROW) * e
-        if self.workload in ("mean", "args", "module-param"):
+        if self.workload in ("mean", "args"):
             return 2 * e * (self.size if self.workload == "args" else 1)
-        if self.workload == "index-add":  # the destination copied, the rows read, the index
+        if self.workload == "module-param":  # a and p read, the sum written
+            return 3 * e
+        if self.workload == "index-add":  # the destination copied, its rows read and written, the rows added, the index
             rows, dst, width = INDEX_ADD_SHAPE
-            return (2 * dst * width + rows * width) * e + rows * 8
-        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e}[self.workload]
+            return (2 * dst * width + 3 * rows * width) * e + rows * 8
+        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e,
+                "kernel-call": 2 * self.size * e}[self.workload]
 
     @property
     def flops(self) -> int:
@@ -248,7 +259,10 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "module-param", "f32", 1))
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "index-add", "f32", 0))  # size: its nested ops, once counted
     last_cache = max((r for r in rows if r.level and r.level != "dram"), key=lambda r: r.size)
-    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "add", "f32", last_cache.size))  # XLA:CPU's loop, streaming
+    for fn in EAGER_KERNELS:  # ATen's own kernels, small: their fixed cost per call
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "kernel-call", "f32", KERNEL_CALL_N, fn=fn))
+    stream = 1 << (last_cache.size.bit_length() - 1)  # a power of two at most its size, as a model's tensors are
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "add", "f32", stream))  # XLA:CPU's loop, streaming
     return rows
 
 
@@ -270,8 +284,19 @@ def _loop_call(measured: list[Measured], runtime: str) -> Measured:
     return next(m for m in measured if m.spec.runtime == runtime and m.spec.workload == "add" and m.spec.size == 1)
 
 
-def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
-    """Every fitted value (key -> (value, the rows it came from)), by the module doc's formulas."""
+def _row(measured: list[Measured], what: str, wanted) -> Measured:
+    """The one row `wanted(spec)` picks; a rows file from before that row existed is refused by name."""
+    found = next((m for m in measured if wanted(m.spec)), None)
+    if found is None:
+        from reference.errors import BadTargetFile
+
+        raise BadTargetFile("host-cpu rows", what, "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again")
+    return found
+
+
+def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
+    """Every fitted value (key -> (value, the rows it came from)), by the module doc's formulas;
+    `cores`: the machine's (a small kernel's row runs on one of them)."""
     by = {m.spec.id: m for m in measured}
     t = {k: m.median_s for k, m in by.items()}
     out: dict[str, tuple[float, str]] = {
@@ -340,17 +365,22 @@ def fit(measured: list[Measured]) -> dict[str, tuple[float, str]]:
         out[f"fitted.{runtime}_conv_batched_s"] = (fixed, rows)
         out[f"fitted.{runtime}_conv_depth"] = (max(depth, FLOOR), rows)
         out[f"fitted.{runtime}_conv_flop_per_s"] = (rate, rows)
-    mean = next(m for m in measured if m.spec.workload == "mean")
+    mean = _row(measured, "mean", lambda s: s.workload == "mean")
     nested = max(mean.median_s - t["H01"], FLOOR) / max(mean.spec.size, 1)
     out["fitted.eager_nested_s"] = (nested, f"{mean.spec.id} H01")
-    param = next(m for m in measured if m.spec.workload == "module-param")
+    param = _row(measured, "module-param", lambda s: s.workload == "module-param")
     out["fitted.eager_param_s"] = (max(param.median_s - t["H02"], FLOOR), f"{param.spec.id} H02")
-    stream = next(m for m in measured if m.spec.runtime == "xla" and m.spec.workload == "add" and m.spec.size > 1)
+    stream = _row(measured, "xla add (stream)", lambda s: s.runtime == "xla" and s.workload == "add" and s.size > 1)
     loop = _loop_call(measured, "xla")
     out["fitted.xla_stream_bytes_per_s"] = (stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12), f"{stream.spec.id} {loop.spec.id}")
-    index_add = next(m for m in measured if m.spec.workload == "index-add")
+    index_add = _row(measured, "index-add", lambda s: s.workload == "index-add")
     out["fitted.eager_index_add_s"] = (max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
                                        f"{index_add.spec.id} H01 {mean.spec.id}")
+    for fn in EAGER_KERNELS:
+        small = _row(measured, f"kernel-call {fn}", lambda s, fn=fn: s.workload == "kernel-call" and s.fn == fn)
+        rate, rows = out[f"fitted.eager_{fn}_per_s"]
+        work = small.spec.size * cores / rate  # below the grain: one core
+        out[f"fitted.eager_{fn}_s"] = (max(small.median_s - t["H01"] - work, FLOOR), f"{small.spec.id} H01 {rows.split()[0]}")
     return out
 
 
@@ -380,7 +410,7 @@ def read_rows(path: Path = ROWS_CSV) -> list[Measured]:
 def refit(target) -> dict[str, float]:
     """The target's fitted values recomputed from the rows file beside it (a regression guard)."""
     rows = read_rows(Path(target.path).with_suffix(".csv"))
-    return {k: v for k, (v, _) in fit(rows).items()}
+    return {k: v for k, (v, _) in fit(rows, int(target["chip.cores"])).items()}
 
 
 def _require(host: HostCpu) -> None:

@@ -55,11 +55,11 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     """Measure this machine and write a host-cpu target file whose fitted values cite their rows.
 
     \b
-    Rows: the eager dispatch, an nn.Module call, nested ATen ops; torch.compile's and jax.jit's
-    call and per-kernel costs; streaming bandwidth inside each cache level and beyond the last;
-    GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32, each f32 one at two sizes); the throughput
-    of ten transcendental functions through each runtime (and ATen's GELU, SiLU and LayerNorm
-    kernels); a row reduction's rate; a convolution's fixed costs, rate and depth law through each
+    Rows: the eager dispatch, an nn.Module call, a module's parameter, nested ATen ops;
+    torch.compile's and jax.jit's call and per-kernel costs; streaming bandwidth inside each
+    cache level and beyond the last; GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32; MKL's
+    f32 at four sizes, XLA's at three); the throughput of ten transcendental functions through
+    each runtime (and ATen's GELU, SiLU, LayerNorm and softmax kernels); a row reduction's rate; a convolution's fixed costs, rate and depth law through each
     runtime; the fused attention's cost per query row; XLA's dot call; the rate at which a GEMM
     streams weights beyond the private caches; what a module's parameters and ATen's index_add
     add eagerly; XLA:CPU's streaming rate. Each is the median of repeated calls after a warm-up

@@ -190,6 +190,9 @@ def _torch_row_call(spec: RowSpec):
         return lambda: torch.mean(one, -1)
     if spec.workload == "index-add":
         return _index_add_call()
+    if spec.workload == "kernel-call":  # ATen's own kernel on a few elements
+        fn, small = _torch_function(spec.fn), torch.randn(spec.size, generator=gen)
+        return lambda: fn(small)
     if spec.workload == "unary":
         fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
         fn = _compiled(fn) if spec.runtime == "inductor" else fn
@@ -326,8 +329,8 @@ def sweep(calls: list[tuple[str, object]], min_run_s: float = MIN_RUN_S, done=No
     # other weights) are each a guard-distinct entry of its one dynamo cache: allow them all, or
     # the later ones would silently run eagerly.
     with torch._dynamo.config.patch(recompile_limit=max(torch._dynamo.config.recompile_limit, len(calls))):
+        previous = None  # across sweeps too: a sweep's first row follows the last one's
         for n in range(PASSES):
-            previous = None
             for i, ((runtime, fn), got) in enumerate(zip(calls, samples)):
                 if previous is not None and (previous == "xla") != (runtime == "xla"):
                     # PyTorch's OpenMP threads and XLA's pool spin for a while after their last
@@ -377,7 +380,7 @@ def calibrate(out_dir: Path, min_run_s: float = MIN_RUN_S, progress=None) -> tup
 
     host = read_host()
     measured = measure_rows(plan_rows(host), min_run_s, progress)
-    fits = fit(measured)
+    fits = fit(measured, host.cores)
     toml_path, csv_path = out_dir / "host-cpu.toml", out_dir / "host-cpu.csv"
     write_file(csv_path, rows_csv(measured))
     write_file(toml_path, target_toml(host, fits, csv_path.name, date.today().isoformat()))

@@ -82,10 +82,23 @@ def _label(shapes: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in shapes.items())
 
 
-def _module_calls(module) -> int:
-    from torch import nn
+def module_reads(module, inputs) -> tuple[int, int]:
+    """(nn.Module forwards one call runs, parameters those forwards read): counted by hooks on
+    one call, so an MoE's experts that routing leaves idle count for nothing (each forward reads
+    its module's own parameters)."""
+    calls = [0, 0]
 
-    return sum(1 for m in module.modules() if not isinstance(m, (nn.ModuleList, nn.ModuleDict)))
+    def count(m, args):
+        calls[0] += 1
+        calls[1] += sum(1 for _ in m.parameters(recurse=False))
+
+    handles = [m.register_forward_pre_hook(count) for m in module.modules()]
+    try:
+        module(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return calls[0], calls[1]
 
 
 # ATen ops a GEMM library runs.
@@ -225,9 +238,10 @@ def _torch_rows(name, shapes, size, case, target) -> list[_Pending]:
     ir = lower_exported(export_module(module, *inputs, name=name), module, len(inputs), name).module
     with torch.inference_mode():
         traced = trace_eager(module, inputs)
+        calls, parameters = module_reads(module, inputs)
     compiled = torch.compile(module, dynamic=False)
     weights = sum(p.numel() * p.element_size() for p in module.parameters())
-    eager = eager_seconds(traced, target, _module_calls(module), weights, len(list(module.parameters())))
+    eager = eager_seconds(traced, target, calls, weights, parameters)
     return [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager),
             _Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs), compiled_seconds(ir, target, "inductor"))]
 

@@ -15,8 +15,8 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
                 with a branch or an index): it runs at cores * clock, one element op per cycle
     transcendentals  fitted.<runtime>_<function>_per_s, one rate per function and runtime (ATen's
-                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs 10x
-                XLA's in ATen, rsqrt 4x ATen's in XLA); a function without a row of its own costs
+                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs 3x
+                XLA's in ATen, rsqrt 15x ATen's in XLA, in the committed calibration); a function without a row of its own costs
                 what its runtime's exponential costs; eager ATen kernels that are their own
                 (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
     levels      each level's bytes_per_s, measured by streaming c = a + b through it (ATen, on every
@@ -51,8 +51,9 @@ A compiled kernel (a group of the plan):
 An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
 and transcendentals (a convolution: its FLOPs at the conv rate + its fixed cost, as above; the fused
 attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
-(fitted.eager_nested_s when another op's C++ calls it); an index_add (SORTED_SCATTERS) adds
-fitted.eager_index_add_s, its sort and threaded regions (a 1 x 1 one 3 us above a dispatch here).
+(fitted.eager_nested_s when another op's C++ calls it); ATen's own GELU, SiLU, LayerNorm and
+softmax kernels add fitted.eager_<kernel>_s, each its measured fixed cost; an index_add (SORTED_SCATTERS) adds
+fitted.eager_index_add_s, its sort and threaded regions (9 us above a dispatch here, on two threads).
 
 Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
 its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
@@ -116,7 +117,7 @@ def size_factor(target: Target, runtime: str, flops: float | None) -> float:
     them. Between rows a (F_a, r_a) and b (F_b, r_b):
         f = ln(flops / F_a) / ln(F_b / F_a);   rate = r_a + f * (r_b - r_a)
     A small GEMM runs below the large one's rate (fewer threads busy, its packing and edges a
-    larger share; MKL's 32^3 at about a quarter of its 128^3 rate here); XLA:CPU's dots stay at
+    larger share; MKL's 32^3 at an eighth of its 128^3 rate here, on two threads); XLA:CPU's dots stay at
     about one core's rate up to the middle row, then use both. 1 without `flops`."""
     if flops is None:
         return 1.0
@@ -328,6 +329,8 @@ def eager_op_seconds(op, target: Target) -> float:
         compute_s = (op.flops / vector_rate(target) + op.reduced / reduce_rate(target, "eager")
                      + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
     fixed_s = target["fitted.eager_index_add_s"] if op.name in SORTED_SCATTERS else 0.0
+    if op.function in EAGER_KERNELS and op.transcendentals:  # ATen's own kernel: its measured fixed cost per call
+        fixed_s += target[f"fitted.eager_{op.function}_s"]
     return max(compute_s, memory_s) + fixed_s + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
 
 

@@ -101,6 +101,7 @@ CPU = register(Family(
                    *(f"gemm_f32{suffix}_flop_per_s" for _, suffix in GEMM_CURVE[:-1]),
                    *(f"xla_gemm_f32{suffix}_flop_per_s" for _, suffix in XLA_GEMM_CURVE[:-1]),
                    "eager_sdpa_row_s", "eager_param_s", "eager_index_add_s", "xla_stream_bytes_per_s",
+                   *(f"eager_{fn}_s" for fn in EAGER_KERNELS),
                    "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s", "xla_dot_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
                    *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth"))),

@@ -74,3 +74,23 @@ def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, 
         if q.tag == "F":
             assert set(q.source.split()[1:]) <= ids, key
     assert refit(target) == pytest.approx({k: target[k] for k, q in target.quantities.items() if q.tag == "F"}, rel=1e-3)
+
+
+def test_module_reads_counts_the_forwards_a_call_runs_and_the_parameters_they_read():
+    """A module called twice counts twice, its parameters too; one the call never runs (an
+    expert routing leaves idle) counts for nothing."""
+    import torch
+    from torch import nn
+
+    from landscape.host_validate import module_reads
+
+    class TwoLayers(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.idle = nn.Linear(2, 2), nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.used(self.used(x))
+
+    with torch.inference_mode():
+        assert module_reads(TwoLayers(), [torch.ones(1, 2)]) == (3, 4)  # the outer forward, then used's twice (weight, bias)
