@@ -16,7 +16,8 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
     inductor  torch.compile: the IR of torch-mlir compiled by the cpu family's passes (fused),
               each kernel + fitted.inductor_kernel_s, + fitted.inductor_call_s per call
               (fitted.inductor_loop_call_s for a program without a contraction; XLA alike)
-              + fitted.inductor_arg_s per argument beyond two (weights are arguments)
+              + fitted.inductor_arg_s per argument beyond two (weights are arguments); a module
+              dynamo splits at graph breaks pays the call once per graph
     xla       jax.jit: JAX's IR, the same passes but for XLA:CPU's fusion (a reduction ends its
               kernel: families/cpu.py XLA_CPU_PIPELINE), XLA:CPU's GEMM and transcendental rates,
               + fitted.xla_kernel_s per kernel, + fitted.xla_call_s per call, + fitted.xla_arg_s
@@ -112,8 +113,10 @@ def _argument_reads(plan, module: Module) -> tuple[int, int]:
     return reads, sum(distinct.values())
 
 
-def compiled_seconds(module: Module, target: Target, runtime: str) -> RuntimeTime:
-    """Predict one call of `module` compiled by `runtime` ("inductor" or "xla"; module doc).
+def compiled_seconds(module: Module, target: Target, runtime: str, graphs: int = 1) -> RuntimeTime:
+    """Predict one call of `module` compiled by `runtime` ("inductor" or "xla"; module doc);
+    `graphs`: the compiled regions the call runs (torch.compile splits a module at each graph
+    break: each region is a call of its own; the application counts them).
 
     Raises:
         UnknownName: another runtime; a target of another family.
@@ -131,5 +134,5 @@ def compiled_seconds(module: Module, target: Target, runtime: str) -> RuntimeTim
     cost = cost + Cost(time_s=cold_weight_seconds(target, runtime, *_argument_reads(plan, module)))
     extra_args = max(len(module.main.args) - 2, 0)  # the call rows took two arguments
     loops_only = not any(g.kind == "contraction" for g in plan.groups)
-    overhead = call_overhead_s(target, runtime, loops_only) + extra_args * target[f"fitted.{runtime}_arg_s"]
+    overhead = graphs * call_overhead_s(target, runtime, loops_only) + extra_args * target[f"fitted.{runtime}_arg_s"]
     return RuntimeTime(runtime, len(plan.groups), cost.time_s, overhead, cost)

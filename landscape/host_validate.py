@@ -226,7 +226,20 @@ class _Pending:
     predicted: object  # a host_runtime.RuntimeTime
 
 
-def _torch_rows(name, shapes, size, case, target) -> list[_Pending]:
+def compiled_graphs(compiled, inputs) -> int:
+    """The graphs dynamo makes of one call of `compiled` (a torch.compile'd module), compiling it
+    here: a graph break splits a module into regions, each a compiled call of its own, with
+    Python between them."""
+    import torch
+    from torch._dynamo.utils import counters
+
+    before = counters["stats"]["unique_graphs"]
+    with torch.inference_mode():
+        compiled(*inputs)
+    return max(1, counters["stats"]["unique_graphs"] - before)
+
+
+def _torch_rows(name, shapes, size, case, target, runtimes=RUNTIMES) -> list[_Pending]:
     import torch
 
     from pytorch_side.kernels import build
@@ -239,11 +252,14 @@ def _torch_rows(name, shapes, size, case, target) -> list[_Pending]:
     with torch.inference_mode():
         traced = trace_eager(module, inputs)
         calls, parameters = module_reads(module, inputs)
-    compiled = torch.compile(module, dynamic=False)
     weights = sum(p.numel() * p.element_size() for p in module.parameters())
-    eager = eager_seconds(traced, target, calls, weights, parameters)
-    return [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager),
-            _Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs), compiled_seconds(ir, target, "inductor"))]
+    rows = [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager_seconds(traced, target, calls, weights, parameters))]
+    if "inductor" in runtimes:
+        compiled = torch.compile(module, dynamic=False)
+        graphs = compiled_graphs(compiled, inputs)
+        rows.append(_Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs),
+                             compiled_seconds(ir, target, "inductor", graphs)))
+    return rows
 
 
 def _jax_row(name, shapes, size, case, target) -> _Pending:
@@ -284,14 +300,18 @@ def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SI
 
     torch._dynamo.reset()
     pending: list[_Pending] = []
-    with routed_moe():  # the lowerings (and jit's and dynamo's traces at the first call, below) route
-        for name in names or entries():
+    names = names or entries()
+    # every row's module compiles here (its graphs counted): one module class per entry, compiled
+    # at two sizes, and the catalogue's lambdas share code; allow them all, as sweep does
+    limit = max(torch._dynamo.config.recompile_limit, 4 * len(names) * len(sizes))
+    with routed_moe(), torch._dynamo.config.patch(recompile_limit=limit):  # the lowerings and dynamo's traces route
+        for name in names:
             entry = get_entry(name)
             for size in sizes:
                 given = LARGE.get(name, {}) if size == "large" else {}
                 case = make_case(entry, entry.resolve(given), "float32")
                 if {"eager", "inductor"} & set(runtimes):
-                    pending += [r for r in _torch_rows(name, given, size, case, target) if r.runtime in runtimes]
+                    pending += [r for r in _torch_rows(name, given, size, case, target, runtimes) if r.runtime in runtimes]
                 if "xla" in runtimes:
                     pending.append(_jax_row(name, given, size, case, target))
         measured = sweep([(row.runtime, row.call) for row in pending], min_run_s)

@@ -94,3 +94,29 @@ def test_module_reads_counts_the_forwards_a_call_runs_and_the_parameters_they_re
 
     with torch.inference_mode():
         assert module_reads(TwoLayers(), [torch.ones(1, 2)]) == (3, 4)  # the outer forward, then used's twice (weight, bias)
+
+
+def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
+    """compiled_graphs counts the regions dynamo makes (a graph break: two); compiled_seconds
+    charges the runtime's call once per region, by hand."""
+    import torch
+    from torch import nn
+
+    from hardware_models.cost.cpu import call_overhead_s
+    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.target import get_target
+    from landscape.host_validate import compiled_graphs
+    from landscape.serving import lower_named
+
+    class Broken(nn.Module):
+        def forward(self, x):
+            y = x + 1
+            torch._dynamo.graph_break()
+            return y * 2
+
+    torch._dynamo.reset()
+    assert compiled_graphs(torch.compile(Broken(), dynamic=False), [torch.ones(4)]) == 2
+    t, ir = get_target("host-cpu"), lower_named("add", "torch", {}, "float32").module
+    one, two = (compiled_seconds(ir, t, "inductor", graphs) for graphs in (1, 2))
+    assert two.overhead_s - one.overhead_s == pytest.approx(call_overhead_s(t, "inductor", loops_only=True))
+    assert two.work_s == one.work_s
