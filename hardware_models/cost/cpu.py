@@ -15,8 +15,8 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
                 with a branch or an index): it runs at cores * clock, one element op per cycle
     transcendentals  fitted.<runtime>_<function>_per_s, one rate per function and runtime (ATen's
-                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs 3x
-                XLA's in ATen, rsqrt 15x ATen's in XLA, in the committed calibration); a function without a row of its own costs
+                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs
+                3-5x XLA's in ATen, rsqrt 10-15x ATen's in XLA here); a function without a row of its own costs
                 what its runtime's exponential costs; eager ATen kernels that are their own
                 (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
     levels      each level's bytes_per_s, measured by streaming c = a + b through it (ATen, on every
@@ -53,7 +53,7 @@ and transcendentals (a convolution: its FLOPs at the conv rate + its fixed cost,
 attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
 (fitted.eager_nested_s when another op's C++ calls it); ATen's own GELU, SiLU, LayerNorm and
 softmax kernels add fitted.eager_<kernel>_s, each its measured fixed cost; an index_add (SORTED_SCATTERS) adds
-fitted.eager_index_add_s, its sort and threaded regions (9 us above a dispatch here, on two threads).
+fitted.eager_index_add_s, its sort and threaded regions (7-9 us above a dispatch here, on two threads).
 
 Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
 its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
