@@ -283,9 +283,15 @@ def load_target_file(path: Path) -> Target:
         BadTargetFile: naming the file, the field and what was expected.
     """
     try:
-        raw = tomllib.loads(Path(path).read_text())
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
-        raise BadTargetFile(path, "<file>", f"not valid TOML: {err}") from None
+        raise BadTargetFile(path, None, f"not valid TOML: {err}") from None
+    except UnicodeDecodeError as err:
+        raise BadTargetFile(path, None, f"not a TOML text file (byte {err.start} is not UTF-8)") from None
+    except IsADirectoryError:
+        raise BadTargetFile(path, None, "is a folder; give a target file (.toml)") from None
+    except OSError as err:
+        raise BadTargetFile(path, None, f"cannot be read: {err.strerror or err}") from None
     for key in ("schema", "name", "family", "description"):
         if key not in raw:
             raise BadTargetFile(path, key, "missing")

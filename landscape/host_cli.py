@@ -20,11 +20,12 @@ def _check_host(name: str) -> None:
     from reference.errors import UnknownName
 
     if name not in HOST_TARGETS:
-        raise UnknownName("measurable target (only this machine's CPU can be timed here)", name, HOST_TARGETS)
+        raise UnknownName("target to time on this machine (only its own CPU can be measured)", name, HOST_TARGETS)
 
 
-def _choices(text: str | None, valid, what: str) -> list[str] | None:
-    from reference.errors import UnknownName
+def _choices(text: str | None, valid, what: str, option: str) -> list[str] | None:
+    """The comma-separated choices of `option`, each valid and each once (None: the default)."""
+    from reference.errors import MalformedInput, UnknownName
 
     if text is None:
         return None
@@ -34,6 +35,9 @@ def _choices(text: str | None, valid, what: str) -> list[str] | None:
     for item in items:
         if item not in valid:
             raise UnknownName(what, item, valid)
+    twice = sorted({i for i in items if items.count(i) > 1})
+    if twice:
+        raise MalformedInput(f"{option} lists {', '.join(twice)} more than once; each {what} is timed once")
     return items
 
 
@@ -45,26 +49,51 @@ def _min_run(value: float) -> float:
     return value
 
 
+def _host_target(target_file: str):
+    """The host-cpu target in `target_file`; a file that is not one names its problem and the way
+    to write one."""
+    from hardware_models.families.cpu import CPU
+    from hardware_models.target import load_target_file
+    from reference.errors import BadTargetFile
+
+    remedy = "write one with `landscape calibrate host-cpu`"
+    path = Path(target_file)
+    if not target_file.strip():
+        raise BadTargetFile("--target-file", None, f"needs a path, got {target_file!r}; {remedy}")
+    if path.is_dir():
+        raise BadTargetFile(path, None, f"is a folder; give its host-cpu.toml, or {remedy}")
+    if not path.exists():
+        raise BadTargetFile(path, None, f"no such file; {remedy}")
+    try:
+        target = load_target_file(path)
+    except BadTargetFile as err:  # an older calibration's file lacks the keys the model reads now
+        raise BadTargetFile(err.path, err.key, f"{err.expected} ({remedy} to replace it)") from None
+    if target.family_record is not CPU:
+        raise BadTargetFile(path, "family", f"\"{CPU.name}\" (a host-cpu file), got {target.family_record.name!r}")
+    return target
+
+
 @click.command()
 @click.argument("target_name", metavar="TARGET")
 @click.option("--out", "out_dir", default="out/calibration", show_default=True,
               help="Folder for host-cpu.toml (the target file) and host-cpu.csv (its measured rows).")
-@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row.")
+@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row, from 0.01 to 10.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     """Measure this machine and write a host-cpu target file whose fitted values cite their rows.
 
     \b
-    Rows: the eager dispatch, an nn.Module call, a module's parameter, nested ATen ops;
-    torch.compile's and jax.jit's call and per-kernel costs; streaming bandwidth inside each
-    cache level and beyond the last; GEMM FLOP/s in f32, bf16 and f16 (and XLA:CPU's f32; MKL's
-    f32 at four sizes, XLA's at three); the throughput of ten transcendental functions through
-    each runtime (and ATen's GELU, SiLU, LayerNorm and softmax kernels); a row reduction's rate; a convolution's fixed costs, rate and depth law through each
-    runtime; the fused attention's cost per query row; XLA's dot call; the rate at which a GEMM
-    streams weights beyond the private caches; what a module's parameters and ATen's index_add
-    add eagerly; XLA:CPU's streaming rate. Each is the median of repeated calls after a warm-up
-    on all of PyTorch's threads, the median over five sweeps of all the rows, with its
-    interquartile range.
+    Rows (about a minute and a half on 2 cores):
+      calls      eager dispatch, an nn.Module call, a parameter, nested ATen ops, ATen's
+                 GELU/SiLU/LayerNorm/softmax and index_add kernels; torch.compile's and
+                 jax.jit's call and per-kernel costs; XLA's dot call
+      memory     streaming bandwidth inside each cache level and beyond the last; XLA:CPU's
+                 stream rate; a GEMM's weight stream beyond the private caches
+      compute    GEMM FLOP/s in f32, bf16 and f16 (MKL's f32 at four sizes, XLA's at three);
+                 ten transcendental functions through each runtime; a row reduction; a
+                 convolution's fixed cost, rate and depth law; fused attention per query row
+    Each row is the median of repeated calls after a warm-up, on all of PyTorch's threads,
+    then the median over five sweeps of all the rows, with its interquartile range.
     Use the file with `landscape validate host-cpu --target-file DIR/host-cpu.toml`, or copy
     it over hardware_models/targets/host-cpu.toml to make it the default.
     """
@@ -99,9 +128,9 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
 @click.option("--target-file", "target_file", default=None,
               help="A target file from `landscape calibrate host-cpu` (default: hardware_models/targets/host-cpu.toml).")
 @click.option("--kernels", "kernels", default=None, metavar="NAME,...", help="Catalogue kernels to run (default: every kernel and block).")
-@click.option("--sizes", "sizes", default=None, metavar="small,large", help="Catalogue defaults (small), work-dominated sizes (large), or both.")
+@click.option("--sizes", "sizes", default=None, metavar="small,large", help="Catalogue defaults (small), work-dominated sizes (large), or both (default).")
 @click.option("--runtimes", "runtimes", default=None, metavar="eager,inductor,xla", help="Which of the three ways to run (default: all).")
-@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row.")
+@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row, from 0.01 to 10.")
 @click.option("--csv", "csv_path", default=None, help="Also write the rows to this CSV file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_path, as_json) -> None:
@@ -113,30 +142,19 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     The calibration's call and GEMM rows are re-timed before and after ("machine drift"): a
     shared machine's speed moves, and every prediction with it.
     """
-    from hardware_models.target import get_target, load_target_file
+    from hardware_models.target import get_target
     from landscape.host_measure import PASSES
     from landscape.host_validate import LARGE, RUNTIMES, SIZES
     from landscape.outputs import check_output_file
 
     _check_host(target_name)
     _min_run(min_run_s)
-    names = _choices(kernels, sorted(LARGE), "kernel")
-    size_list = tuple(_choices(sizes, SIZES, "size set") or SIZES)
-    runtime_list = tuple(_choices(runtimes, RUNTIMES, "runtime") or RUNTIMES)
+    names = _choices(kernels, sorted(LARGE), "kernel", "--kernels")
+    size_list = tuple(_choices(sizes, SIZES, "size set", "--sizes") or SIZES)
+    runtime_list = tuple(_choices(runtimes, RUNTIMES, "runtime", "--runtimes") or RUNTIMES)
     if csv_path is not None:
         check_output_file(csv_path, "--csv")
-    if target_file is not None:
-        from reference.errors import BadTargetFile
-
-        if not Path(target_file).is_file():
-            raise BadTargetFile(target_file, "<file>", "no such file; give one written by `landscape calibrate host-cpu`")
-        target = load_target_file(Path(target_file))
-        from hardware_models.families.cpu import CPU
-
-        if target.family_record is not CPU:
-            raise BadTargetFile(target_file, "family", f"\"{CPU.name}\" (a host-cpu file), got {target.family_record.name!r}")
-    else:
-        target = get_target("host-cpu")
+    target = _host_target(target_file) if target_file is not None else get_target("host-cpu")
     from landscape.host_render import check_machine, render_drift, render_rows, rows_csv
     from landscape.host_validate import drift, summary, validate as run
 
@@ -144,8 +162,9 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     if note and not as_json:
         click.echo(note, err=True)
     if not as_json:  # the rows come all at once, after PASSES sweeps over them (host_validate.validate)
+        whole = " (2 to 3 minutes for the whole catalogue on 2 cores)" if names is None else ""
         click.echo(f"timing the catalogue on {Path(target.path).name}'s machine: every row built and compiled, "
-                   f"then timed in {PASSES} sweeps (a minute or more)", err=True)
+                   f"then timed in {PASSES} sweeps{whole}", err=True)
     before = drift(target, min_run_s)
     rows = run(target, names, size_list, runtime_list, min_run_s)
     after = drift(target, min_run_s) if before else {}

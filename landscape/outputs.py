@@ -98,7 +98,8 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as err:
-        raise BadOutput(f"{option} {shown}: cannot create files in {folder}: {err.strerror}") from None
+        raise BadOutput(f"{option} {shown}: cannot create files in {folder} (creating one there failed: "
+                        f"{(err.strerror or str(err)).lower()})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)

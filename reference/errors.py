@@ -140,11 +140,12 @@ class PathUnavailable(LandscapeError):
 
 
 class BadTargetFile(LandscapeError):
-    """A target data file with a missing, unknown, ill-typed or non-positive field."""
+    """A target data file with a missing, unknown, ill-typed or non-positive field (`key`), or one
+    that cannot be read at all (`key` None: not a file, unreadable, not UTF-8, not TOML)."""
 
-    def __init__(self, path: object, key: str, expected: str):
+    def __init__(self, path: object, key: str | None, expected: str):
         self.path, self.key, self.expected = str(path), key, expected
-        super().__init__(f"{self.path}: field {key!r}: {expected}")
+        super().__init__(f"{self.path}: field {key!r}: {expected}" if key else f"{self.path}: {expected}")
 
 
 class BadOutput(LandscapeError):

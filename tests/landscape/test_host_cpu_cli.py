@@ -5,6 +5,7 @@ not how close a row comes (benchmarks/host_cpu_validate.py measures that)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,11 +21,38 @@ from landscape.cli import main
     (["validate", "host-cpu", "--min-run-s", "0"], "from 0.01 to 10"),
     (["validate", "host-cpu", "--target-file", "/nonexistent/host-cpu.toml"], "calibrate host-cpu"),
     (["validate", "host-cpu", "--target-file", "hardware_models/targets/h100.toml"], "\"cpu\""),
+    (["validate", "host-cpu", "--target-file", ""], "needs a path"),
+    (["validate", "host-cpu", "--target-file", "hardware_models/targets"], "is a folder"),
+    (["validate", "host-cpu", "--kernels", "add,matmul,add"], "--kernels lists add more than once"),
+    (["validate", "host-cpu", "--sizes", "small,small"], "--sizes lists small more than once"),
+    (["validate", "host-cpu", "--runtimes", "eager,xla,eager"], "--runtimes lists eager more than once"),
+    (["calibrate", "host-cpu", "--out", "/proc/x"], "cannot create files in /proc"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and needle in err and "Traceback" not in err
+
+
+def _without(text: str, key: str) -> str:
+    """A target file's text with the line that sets `key` taken out."""
+    return "\n".join(line for line in text.splitlines() if not line.startswith(f"{key} ="))
+
+
+@pytest.mark.parametrize("content, needle", [
+    (b"\xff\xfe[fitted]\n", "is not UTF-8"),
+    (b"schema = [", "not valid TOML"),
+    (b"", "field 'schema': missing"),
+    (None, "field 'fitted.eager_gelu_s': missing"),  # a file from before ATen's GELU row
+])
+def test_a_target_file_that_is_not_one_is_refused_in_one_line_with_the_remedy(content, needle, tmp_path, capsys):
+    from hardware_models.target import get_target
+
+    path = tmp_path / "host-cpu.toml"
+    path.write_bytes(content if content is not None else _without(Path(get_target("host-cpu").path).read_text(), "eager_gelu_s").encode())
+    assert main(["validate", "host-cpu", "--target-file", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and needle in err and "landscape calibrate host-cpu" in err and "Traceback" not in err
 
 
 @pytest.mark.torch
