@@ -25,7 +25,7 @@ caches the operating system reports (hardware_models/host.py), so another machin
     H20, H21       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
                    checked by a guard (Inductor) or flattened and handed to the executable (XLA)
                    fitted.R_arg_s = (t - t(loop call)) / (ARGS - 2), the loop call row taking two arguments
-    H22...         y = F(x) of n = UNARY_N f32 elements (16 grains, so every runtime uses every core;
+    H22...         y = F(x) of n = UNARY_N f32 elements (x: ANGLE_FUNCTIONS' arguments below; 16 grains, so every runtime uses every core;
                    2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
                    arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
                    times ATen's own GELU, SiLU, LayerNorm and softmax kernels, EAGER_KERNELS; the
@@ -119,6 +119,12 @@ CHAIN = 16  # dependent matmuls in the per-kernel rows
 ARGS = 16  # arguments of the per-argument rows
 CHAIN_N = 8  # their side: tiny, so the rows time the runtime, not the arithmetic
 UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out inside any L3 we know
+# Functions timed on the arguments a transformer gives them, not on random ones: sine and cosine
+# take RoPE's angle table (`angle_table`); XLA:CPU's sine branches on its argument's range, and
+# random N(0, 1) arguments ran 1.4-1.7x the table's time here (Sleef's, under ATen and Inductor,
+# are branch-free). The rest take x ~ N(0, 1), log and the square roots |x| + 0.01 (their domain).
+ANGLE_FUNCTIONS = ("sine", "cosine")
+ANGLE_HEAD_DIM = 128  # a choice: a Llama head's width (64 frequencies, each twice); positions 0, 1, 2, ... down the rows
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
@@ -130,6 +136,19 @@ SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attenti
 UNMEASURABLE = 1e15  # a rate (bytes or FLOPs per second) above any this machine has: its two rows did not differ
 FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a difference of rows negative
 CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny GEMM program
+
+
+def angle_table(n: int) -> "np.ndarray":
+    """n f32 RoPE angles, row after row: position p times each of a head's inverse frequencies
+    (ROPE_THETA's, the half-split layout's two copies), as a model takes their sine and cosine."""
+    import numpy as np
+
+    from reference.catalogue.attention import ROPE_THETA, rope_inv_freq
+
+    inv_freq = np.asarray(rope_inv_freq(ANGLE_HEAD_DIM, ROPE_THETA), dtype=np.float64)
+    row = np.concatenate([inv_freq, inv_freq])
+    positions = np.arange(math.ceil(n / row.size), dtype=np.float64)
+    return np.outer(positions, row).reshape(-1)[:n].astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
-                                              plan_rows, rows_csv, target_toml)
+from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
+                                              angle_table, plan_rows, rows_csv, target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
@@ -120,7 +120,11 @@ def _index_add_call():
 POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
 
 
-def _domain(fn: str, x):
+def _domain(fn: str, x, from_numpy):
+    """A function row's arguments: `x` (N(0, 1)), inside the function's domain, or RoPE's angle
+    table for sine and cosine (host_calibration.ANGLE_FUNCTIONS), as `from_numpy` makes an array."""
+    if fn in ANGLE_FUNCTIONS:
+        return from_numpy(angle_table(x.shape[0]))
     return abs(x) + 0.01 if fn in POSITIVE else x
 
 
@@ -194,7 +198,7 @@ def _torch_row_call(spec: RowSpec):
         fn, small = _torch_function(spec.fn), torch.randn(spec.size, generator=gen)
         return lambda: fn(small)
     if spec.workload == "unary":
-        fn, x = _torch_function(spec.fn), _domain(spec.fn, x)
+        fn, x = _torch_function(spec.fn), _domain(spec.fn, x, torch.from_numpy)
         fn = _compiled(fn) if spec.runtime == "inductor" else fn
         return lambda: fn(x)
     y, out = torch.randn(spec.size, generator=gen).to(dtype), torch.empty_like(x)
@@ -301,7 +305,7 @@ def _jax_row(spec: RowSpec):
         f, rows = jax.jit(lambda a: a.sum(-1)), x.reshape(-1, REDUCE_ROW)
         return lambda: f(rows)
     if spec.workload == "unary":
-        f, x = jax.jit(_jax_function(spec.fn)), _domain(spec.fn, x)
+        f, x = jax.jit(_jax_function(spec.fn)), _domain(spec.fn, x, jnp.asarray)
         return lambda: f(x)
     f = jax.jit(jnp.add)
     return lambda: f(x, y)

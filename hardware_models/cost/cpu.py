@@ -11,9 +11,13 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
     reductions  fitted.<runtime>_reduce_per_s: elements a row reduction reads per second (a
                 reduce in a fused loop, an ATen sum/mean/amax... eagerly), in place of its FLOPs
     vector      cores * f32 lanes * clock element operations per second (derived); a fused loop
-                that gathers, concatenates, pads or slices dynamically (SCALAR_LOOP_OPS) is not
+                that gathers, scatters, pads or slices dynamically (SCALAR_LOOP_OPS) is not
                 vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
-                with a branch or an index): it runs at cores * clock, one element op per cycle
+                with an index it loads or a branch): it runs at cores * clock, one element op per
+                cycle. A concatenate is vector work: Inductor writes each input into its slice of
+                the output with vector stores (its ConcatKernel), XLA:CPU's fused loop selects
+                between whole vectors (rotate_half's cat in a [8, 8, 512, 64] loop: 490 us against
+                364 us without it here, where one op per cycle would take 2 ms)
     transcendentals  fitted.<runtime>_<function>_per_s, one rate per function and runtime (ATen's
                 and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs
                 3-5x XLA's in ATen, rsqrt 10-15x ATen's in XLA here); a function without a row of its own costs
@@ -97,8 +101,9 @@ GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 # routed experts add their rows back this way): ATen sorts the index and runs threaded regions
 # at any size, a fixed cost far above a dispatch (fitted.eager_index_add_s).
 SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
-# Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc).
-SCALAR_LOOP_OPS = frozenset({"concatenate", "gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
+# Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc);
+# concatenate is not among them (its sources are whole slices).
+SCALAR_LOOP_OPS = frozenset({"gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 
 
 # n of the calibration's square f32 GEMM rows per library (host_calibration.py times them), and

@@ -523,3 +523,60 @@ def test_a_compiled_programs_dots_stream_their_argument_weights_only_when_they_o
     lowering = lower_function(lambda a, w: jnp.tanh(a @ w.T), x, jax.ShapeDtypeStruct((n, 256), jnp.float32))
     reads, distinct = _argument_reads(compile_plan(lowering, t), lowering.module)
     assert distinct == reads == (n * 256 + 4 * 256) * 4  # the weight (through its transpose) and the input
+
+
+@pytest.mark.jax
+def test_a_concatenate_is_vector_work_a_gather_runs_one_element_op_per_cycle_by_hand():
+    """rotate_half's concatenate of two slices is vector work (Inductor's ConcatKernel stores
+    whole vectors into each slice; XLA:CPU's loop selects whole vectors), a gather's index is
+    loaded per element: its loop runs at cores * clock."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import cpu_group_cost, fused_work, reduce_rate
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    rows, width = 2048, 64  # 131072 elements: above the grain, every core busy
+    cases = (
+        (lambda x: jnp.concatenate([-x[:, width // 2:], x[:, :width // 2]], axis=1) * 2.0,
+         (jax.ShapeDtypeStruct((rows, width), jnp.float32),), rows * width // 2 + rows * width, vector_rate(t)),
+        (lambda x, i: jnp.take(x, i, axis=0) * 2.0,
+         (jax.ShapeDtypeStruct((rows, width), jnp.float32), jax.ShapeDtypeStruct((rows,), jnp.int32)), None,
+         t["chip.cores"] * t["chip.clock_hz"]),  # FLOPs as counted: jnp.take clamps its indices too
+    )
+    for fn, shapes, flops, rate in cases:  # the concatenate's: the negate's half and the multiply
+        lowering = lower_function(fn, *shapes)
+        module = getattr(lowering, "module", lowering)
+        plan = compile_plan(lowering, t)
+        group = max((g for g in plan.groups if g.kind == "fusion"), key=lambda g: fused_work(module, plan, g)[0])
+        assert flops is None or fused_work(module, plan, group)[0] == flops
+        flops, reads = fused_work(module, plan, group)
+        assert set(reads) <= {"reduce"}  # jnp.take's bounds check reduces its indices' flags
+        for runtime in ("inductor", "xla"):
+            cost = cpu_group_cost(module, plan, group, t, runtime)
+            compute_s = flops / rate + reads.get("reduce", 0) / reduce_rate(t, runtime)
+            memory_s = max(s for _, s in cost.memory_s)
+            assert cost.time_s == pytest.approx(max(compute_s, memory_s) + t[f"fitted.{runtime}_kernel_s"], rel=1e-6)
+
+
+def test_sine_and_cosine_are_timed_on_ropes_angle_table_the_rest_on_their_domain():
+    """The function rows' arguments: RoPE's angles for sine and cosine (XLA:CPU's sine branches on
+    its argument's range), position p times a head's inverse frequencies row after row."""
+    import numpy as np
+
+    from hardware_models.host_calibration import ANGLE_HEAD_DIM, angle_table
+    from landscape.host_measure import _domain
+
+    n = 3 * ANGLE_HEAD_DIM + 5  # a partial last row
+    table = angle_table(n)
+    assert table.shape == (n,) and table.dtype == np.float32
+    half = ANGLE_HEAD_DIM // 2
+    assert not table[:ANGLE_HEAD_DIM].any()  # position 0
+    assert table[ANGLE_HEAD_DIM + 1] == pytest.approx(10000.0 ** (-2 / ANGLE_HEAD_DIM))  # position 1, frequency 1
+    assert table[2 * ANGLE_HEAD_DIM + half + 1] == pytest.approx(2 * 10000.0 ** (-2 / ANGLE_HEAD_DIM))  # its second copy
+    x = np.linspace(-2.0, 2.0, n, dtype=np.float32)
+    for fn in ("sine", "cosine"):
+        assert np.array_equal(_domain(fn, x, np.asarray), table)
+    assert (_domain("log", x, np.asarray) > 0).all() and np.array_equal(_domain("tanh", x, np.asarray), x)
