@@ -1,0 +1,64 @@
+"""The GPU model against a real GPU: each row `benchmarks/gpu_measure.py` timed (on an H200 here)
+beside the prediction for the same PyTorch module, lowered (torch.export -> torch-mlir) and
+compiled by the GPU family's passes onto the matching target. Writes
+benchmarks/results/gpu_compare.csv and prints the table.
+
+The measured rows run the module as PyTorch runs it without torch.compile: eagerly, and replayed
+from a CUDA graph (no launch gaps). The model costs the compiled program (fused loops, FlashAttention,
+cuBLAS-like GEMM tiles), so a GEMM or attention row compares like with like, and a model row shows
+how far unfused PyTorch stands from the compiled program the model describes.
+Usage: python benchmarks/gpu_compare.py [MEASURED.csv]
+"""
+
+from __future__ import annotations
+
+import csv
+import pathlib
+import sys
+
+RESULTS = pathlib.Path(__file__).with_name("results")
+TARGETS = {"NVIDIA H200": "h200", "NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-80GB": "a100"}
+
+
+def predict(row: dict) -> float:
+    """The GPU model's time for one measured row (a gpu_measured.csv row) on its GPU's target."""
+    from hardware_models.estimate import estimate
+    from hardware_models.target import get_target
+    from landscape.serving import lower_named
+
+    target = get_target(TARGETS[row["device"]])
+    shapes = dict(kv.split("=") for kv in row["shapes"].split())
+    entry = row["entry"]
+    if entry == "sdpa":  # SDPA itself: the catalogue's (causal) attention, every head its own KV head
+        if "floor" in shapes:  # a graph of one tiny kernel: the target's launch overhead
+            return target["schedule.launch_overhead_s"]
+        entry, shapes = "attention", {k: v for k, v in shapes.items() if k not in ("causal", "backend")}
+    return estimate(lower_named(entry, "torch", shapes, row["dtype"]).module, target, entry).total.time_s
+
+
+def main(argv: list[str]) -> int:
+    path = pathlib.Path(argv[0]) if argv else RESULTS / "gpu_measured.csv"
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    predicted: dict[tuple[str, str], float] = {}
+    out = []
+    for r in rows:
+        key = (r["entry"], r["shapes"])
+        if key not in predicted:
+            predicted[key] = predict(r)
+        measured, p = float(r["median_s"]), predicted[key]
+        out.append({**{k: r[k] for k in ("entry", "shapes", "dtype", "mode", "median_s", "iqr_s")}, "target": TARGETS[r["device"]],
+                    "predicted_s": f"{p:.6e}", "error": f"{p / measured - 1:+.4f}" if measured == measured else ""})
+    with (RESULTS / "gpu_compare.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(out[0]))
+        writer.writeheader()
+        writer.writerows(out)
+    print(f"{'entry':13s} {'shapes':58s} {'mode':5s} {'measured us':>12s} {'predicted us':>12s} {'error':>7s}")
+    for r in out:
+        print(f"{r['entry']:13s} {r['shapes']:58s} {r['mode']:5s} {float(r['median_s']) * 1e6:12.1f} "
+              f"{float(r['predicted_s']) * 1e6:12.1f} {r['error']:>7s}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
