@@ -38,8 +38,18 @@ def predict(row: dict) -> float:
 
 def main(argv: list[str]) -> int:
     path = pathlib.Path(argv[0]) if argv else RESULTS / "gpu_measured.csv"
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
+    try:
+        with path.open() as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError) as e:
+        print(f"gpu_compare: cannot read {path}: {e.strerror if isinstance(e, OSError) else 'not UTF-8 text'}", file=sys.stderr)
+        return 2
+    missing = {"entry", "shapes", "dtype", "mode", "median_s", "iqr_s", "device"} - set(rows[0] if rows else {})
+    unknown = sorted({r.get("device") for r in rows} - set(TARGETS) - {None})
+    if not rows or missing or unknown:
+        why = "no rows" if not rows else f"missing columns {sorted(missing)}" if missing else f"unknown devices {unknown}"
+        print(f"gpu_compare: {path} is not a gpu_measure.py CSV ({why}; devices known: {', '.join(TARGETS)})", file=sys.stderr)
+        return 2
     predicted: dict[tuple[str, str], float] = {}
     out = []
     for r in rows:

@@ -157,6 +157,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python benchmarks/gpu_measure.py OUT.csv", file=sys.stderr)
         return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print("gpu_measure: no CUDA GPU here (torch.cuda.is_available() is False): run it where one is", file=sys.stderr)
+        return 2
     rows = measure() + measure_sdpa()
     with open(argv[0], "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
