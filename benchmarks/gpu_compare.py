@@ -13,6 +13,7 @@ Usage: python benchmarks/gpu_compare.py [MEASURED.csv]
 from __future__ import annotations
 
 import csv
+import math
 import pathlib
 import sys
 
@@ -58,7 +59,7 @@ def main(argv: list[str]) -> int:
             predicted[key] = predict(r)
         measured, p = float(r["median_s"]), predicted[key]
         out.append({**{k: r[k] for k in ("entry", "shapes", "dtype", "mode", "median_s", "iqr_s")}, "target": TARGETS[r["device"]],
-                    "predicted_s": f"{p:.6e}", "error": f"{p / measured - 1:+.4f}" if measured == measured else ""})
+                    "predicted_s": f"{p:.6e}", "error": "" if math.isnan(measured) else f"{p / measured - 1:+.4f}"})
     with (RESULTS / "gpu_compare.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(out[0]))
         writer.writeheader()

@@ -124,6 +124,7 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # random N(0, 1) arguments ran 1.4-1.7x the table's time here (Sleef's, under ATen and Inductor,
 # are branch-free). The rest take x ~ N(0, 1), log and the square roots |x| + 0.01 (their domain).
 ANGLE_FUNCTIONS = ("sine", "cosine")
+POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
 ANGLE_HEAD_DIM = 128  # a choice: a Llama head's width (64 frequencies, each twice); positions 0, 1, 2, ... down the rows
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.

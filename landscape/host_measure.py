@@ -22,7 +22,7 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
+from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, POSITIVE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
                                               angle_table, plan_rows, rows_csv, target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
@@ -117,12 +117,9 @@ def _index_add_call():
     return lambda: x.index_add(0, index, y)
 
 
-POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
-
-
 def _domain(fn: str, x, from_numpy):
-    """A function row's arguments: `x` (N(0, 1)), inside the function's domain, or RoPE's angle
-    table for sine and cosine (host_calibration.ANGLE_FUNCTIONS), as `from_numpy` makes an array."""
+    """A function row's arguments (host_calibration.ANGLE_FUNCTIONS, POSITIVE): RoPE's angle table
+    for sine and cosine, as `from_numpy` makes an array; else `x` (N(0, 1)), inside the domain."""
     if fn in ANGLE_FUNCTIONS:
         return from_numpy(angle_table(x.shape[0]))
     return abs(x) + 0.01 if fn in POSITIVE else x
