@@ -7,7 +7,7 @@ The measured rows run the module as PyTorch runs it without torch.compile: eager
 from a CUDA graph (no launch gaps). The model costs the compiled program (fused loops, FlashAttention,
 cuBLAS-like GEMM tiles), so a GEMM or attention row compares like with like, and a model row shows
 how far unfused PyTorch stands from the compiled program the model describes.
-Usage: python benchmarks/gpu_compare.py [MEASURED.csv]
+Usage: python benchmarks/gpu_compare.py [MEASURED.csv]   (another file's comparison is written beside it, MEASURED.compare.csv)
 """
 
 from __future__ import annotations
@@ -28,7 +28,10 @@ def predict(row: dict) -> float:
     from landscape.serving import lower_named
 
     target = get_target(TARGETS[row["device"]])
-    shapes = dict(kv.split("=") for kv in row["shapes"].split())
+    pairs = [kv.split("=", 1) for kv in row["shapes"].split()]
+    if any(len(kv) != 2 for kv in pairs):
+        raise ValueError(f"shapes {row['shapes']!r} are not NAME=VALUE pairs")
+    shapes = dict(pairs)
     entry = row["entry"]
     if entry == "sdpa":  # SDPA itself: the catalogue's (causal) attention, every head its own KV head
         if "floor" in shapes:  # a graph of one tiny kernel: the target's launch overhead
@@ -37,30 +40,43 @@ def predict(row: dict) -> float:
     return estimate(lower_named(entry, "torch", shapes, row["dtype"]).module, target, entry).total.time_s
 
 
+def _refuse(message: str) -> int:
+    print(f"gpu_compare: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str]) -> int:
+    from reference.errors import LandscapeError
+
     path = pathlib.Path(argv[0]) if argv else RESULTS / "gpu_measured.csv"
+    # the committed comparison for the committed measurements; another file's beside it
+    out_path = RESULTS / "gpu_compare.csv" if not argv else path.with_name(f"{path.stem}.compare.csv")
     try:
         with path.open() as f:
             rows = list(csv.DictReader(f))
     except (OSError, UnicodeDecodeError) as e:
-        print(f"gpu_compare: cannot read {path}: {e.strerror if isinstance(e, OSError) else 'not UTF-8 text'}", file=sys.stderr)
-        return 2
+        return _refuse(f"cannot read {path}: {e.strerror if isinstance(e, OSError) else 'not UTF-8 text'}")
     missing = {"entry", "shapes", "dtype", "mode", "median_s", "iqr_s", "device"} - set(rows[0] if rows else {})
-    unknown = sorted({r.get("device") for r in rows} - set(TARGETS) - {None})
+    unknown = sorted({str(r.get("device")) for r in rows} - set(TARGETS))
     if not rows or missing or unknown:
         why = "no rows" if not rows else f"missing columns {sorted(missing)}" if missing else f"unknown devices {unknown}"
-        print(f"gpu_compare: {path} is not a gpu_measure.py CSV ({why}; devices known: {', '.join(TARGETS)})", file=sys.stderr)
-        return 2
+        return _refuse(f"{path} is not a gpu_measure.py CSV ({why}; devices known: {', '.join(TARGETS)})")
     predicted: dict[tuple[str, str], float] = {}
     out = []
-    for r in rows:
+    for line, r in enumerate(rows, start=2):
         key = (r["entry"], r["shapes"])
-        if key not in predicted:
-            predicted[key] = predict(r)
-        measured, p = float(r["median_s"]), predicted[key]
+        try:
+            measured = float(r["median_s"])
+            if not measured > 0 and not math.isnan(measured):
+                raise ValueError(f"median_s {r['median_s']!r} is not a positive time")
+            if key not in predicted:
+                predicted[key] = predict(r)
+        except (ValueError, LandscapeError) as e:  # a row gpu_measure.py did not write
+            return _refuse(f"{path} line {line}: {e}")
+        p = predicted[key]
         out.append({**{k: r[k] for k in ("entry", "shapes", "dtype", "mode", "median_s", "iqr_s")}, "target": TARGETS[r["device"]],
                     "predicted_s": f"{p:.6e}", "error": "" if math.isnan(measured) else f"{p / measured - 1:+.4f}"})
-    with (RESULTS / "gpu_compare.csv").open("w", newline="") as f:
+    with out_path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(out[0]))
         writer.writeheader()
         writer.writerows(out)
@@ -68,6 +84,7 @@ def main(argv: list[str]) -> int:
     for r in out:
         print(f"{r['entry']:13s} {r['shapes']:58s} {r['mode']:5s} {float(r['median_s']) * 1e6:12.1f} "
               f"{float(r['predicted_s']) * 1e6:12.1f} {r['error']:>7s}")
+    print(f"wrote {out_path}", file=sys.stderr)
     return 0
 
 

@@ -154,7 +154,10 @@ def measure_sdpa() -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    if len(argv) != 1 or argv[0].startswith("-"):
         print("usage: python benchmarks/gpu_measure.py OUT.csv", file=sys.stderr)
         return 2
     import torch

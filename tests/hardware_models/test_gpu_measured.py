@@ -46,3 +46,28 @@ def test_non_causal_flash_attention_on_an_h200_matches_g36s_fit_causal_runs_fast
     for key, row in full.items():
         assert predict(row) / float(row["median_s"]) == pytest.approx(1.0, abs=0.10), key
         assert 0.5 < float(causal[key]["median_s"]) / float(row["median_s"]) < 0.7, key
+
+
+HEADER = "entry,shapes,dtype,mode,median_s,iqr_s,calls,device,note\n"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("text, needle", [
+    (None, "cannot read"),
+    ("", "no rows"),
+    (HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA GeForce RTX 4090,\n", "unknown devices"),
+    (HEADER + "matmul,m n k,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: shapes 'm n k' are not NAME=VALUE pairs"),
+    (HEADER + "matmul,m=abc n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: matmul: m='abc' is invalid"),
+    (HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,0,1e-6,30,NVIDIA H200,\n", "line 2: median_s '0' is not a positive time"),
+    (HEADER + "nope,m=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: unknown kernel or model 'nope'"),
+])
+def test_gpu_compare_refuses_a_file_it_cannot_read_in_one_line_and_writes_nothing(tmp_path, capsys, text, needle):
+    from benchmarks.gpu_compare import main
+
+    path = tmp_path / "measured.csv"
+    if text is not None:
+        path.write_text(text)
+    assert main([str(path)]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ([] if text is None else ["measured.csv"])
