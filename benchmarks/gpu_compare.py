@@ -21,6 +21,18 @@ RESULTS = pathlib.Path(__file__).with_name("results")
 TARGETS = {"NVIDIA H200": "h200", "NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-80GB": "a100"}
 
 
+def parse_shapes(text: str) -> dict[str, str]:
+    """A row's shapes ("m=256 n=256 k=256", as gpu_measure.label writes them) as a dict.
+
+    Raises:
+        ValueError: a word that is not NAME=VALUE.
+    """
+    pairs = [kv.split("=", 1) for kv in text.split()]
+    if any(len(kv) != 2 for kv in pairs):
+        raise ValueError(f"shapes {text!r} are not NAME=VALUE pairs")
+    return dict(pairs)
+
+
 def predict(row: dict) -> float:
     """The GPU model's time for one measured row (a gpu_measured.csv row) on its GPU's target."""
     from hardware_models.estimate import estimate
@@ -28,10 +40,7 @@ def predict(row: dict) -> float:
     from landscape.serving import lower_named
 
     target = get_target(TARGETS[row["device"]])
-    pairs = [kv.split("=", 1) for kv in row["shapes"].split()]
-    if any(len(kv) != 2 for kv in pairs):
-        raise ValueError(f"shapes {row['shapes']!r} are not NAME=VALUE pairs")
-    shapes = dict(pairs)
+    shapes = parse_shapes(row["shapes"])
     entry = row["entry"]
     if entry == "sdpa":  # SDPA itself: the catalogue's (causal) attention, every head its own KV head
         if "floor" in shapes:  # a graph of one tiny kernel: the target's launch overhead

@@ -51,6 +51,17 @@ def label(shapes: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in shapes.items())
 
 
+def record(entry: str, shapes: str, mode: str, timed: tuple[float, float, int], device: str, note: str = "") -> dict:
+    """One CSV row (COLUMNS) of a timing, `timed` as `_time` returns it, and its line printed."""
+    median, iqr, calls = timed
+    print(f"{entry:14s} {shapes:60s} {mode:5s} {median * 1e6:12.1f} us {note}", flush=True)
+    return {"entry": entry, "shapes": shapes, "dtype": DTYPE, "mode": mode, "median_s": f"{median:.6e}",
+            "iqr_s": f"{iqr:.3e}", "calls": calls, "device": device, "note": note}
+
+
+UNTIMED = (float("nan"), float("nan"), 0)  # a row that could not run: its note says why
+
+
 def _inputs(entry, shapes, dtype):
     import torch
 
@@ -106,14 +117,10 @@ def measure(rows=ROWS) -> list[dict]:
             module = build(name, shapes, DTYPE)
             inputs = _inputs(entry, shapes, dtype)
             for mode in ("eager", "graph"):
-                note = ""
                 try:
-                    median, iqr, calls = _time(lambda: module(*inputs), mode == "graph")
+                    out.append(record(name, label(given), mode, _time(lambda: module(*inputs), mode == "graph"), device))
                 except Exception as e:  # a module a CUDA graph cannot capture: said in the row
-                    median, iqr, calls, note = float("nan"), float("nan"), 0, f"{type(e).__name__}: {str(e)[:120]}"
-                out.append({"entry": name, "shapes": label(given), "dtype": DTYPE, "mode": mode, "median_s": f"{median:.6e}",
-                            "iqr_s": f"{iqr:.3e}", "calls": calls, "device": device, "note": note})
-                print(f"{name:14s} {label(given):60s} {mode:5s} {median * 1e6:12.1f} us {note}", flush=True)
+                    out.append(record(name, label(given), mode, UNTIMED, device, f"{type(e).__name__}: {str(e)[:120]}"))
         del module, inputs
         torch.cuda.empty_cache()
         print(f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
@@ -127,15 +134,9 @@ def measure_sdpa() -> list[dict]:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    device, out = torch.cuda.get_device_name(), []
-
-    def row(shapes: str, median, iqr, calls, note=""):
-        out.append({"entry": "sdpa", "shapes": shapes, "dtype": DTYPE, "mode": "graph", "median_s": f"{median:.6e}",
-                    "iqr_s": f"{iqr:.3e}", "calls": calls, "device": device, "note": note})
-        print(f"sdpa {shapes:70s} {median * 1e6:10.1f} us {note}", flush=True)
-
+    device = torch.cuda.get_device_name()
     one = torch.zeros(1, device="cuda")
-    row("floor=1", *_time(lambda: one.add_(1), True))
+    out = [record("sdpa", "floor=1", "graph", _time(lambda: one.add_(1), True), device)]
     for b, t, h, d in SDPA_SHAPES:
         q, k, v = (torch.randn(b, h, t, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for backend in SDPA_BACKENDS:
@@ -144,11 +145,11 @@ def measure_sdpa() -> list[dict]:
                 try:
                     with sdpa_kernel(getattr(SDPBackend, {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                                                           "efficient": "EFFICIENT_ATTENTION"}[backend])):
-                        median, iqr, calls = _time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), True)
+                        timed = _time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), True)
                     flops = 4 * b * h * t * t * d  # the two dots, full (as FlashAttention's benchmark counts non-causal)
-                    row(shapes, median, iqr, calls, f"{flops / median / 1e12:.0f} TFLOP/s on the full dots' FLOPs")
+                    out.append(record("sdpa", shapes, "graph", timed, device, f"{flops / timed[0] / 1e12:.0f} TFLOP/s on the full dots' FLOPs"))
                 except Exception as e:  # a backend this build or GPU lacks
-                    row(shapes, float("nan"), float("nan"), 0, f"{type(e).__name__}: {str(e)[:100]}")
+                    out.append(record("sdpa", shapes, "graph", UNTIMED, device, f"{type(e).__name__}: {str(e)[:100]}"))
         del q, k, v
     return out
 

@@ -19,7 +19,9 @@ def _rows(predicate):
 
 
 def _shapes(row) -> dict:
-    return dict(kv.split("=") for kv in row["shapes"].split())
+    from benchmarks.gpu_compare import parse_shapes
+
+    return parse_shapes(row["shapes"])
 
 
 @pytest.mark.torch
