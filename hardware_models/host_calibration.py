@@ -96,6 +96,26 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    a fixed cost per call beside its work (GELU's 7-9 us here at 1,024 or 4,096
                    elements, where SiLU's is ~0), its work on one core (below the grain)
                    fitted.eager_F_s = t - t(H01) - n * cores / fitted.eager_F_per_s
+                   y = x.T * 2 of x [STRIDED_ROWS, c], jax.jit'ed (a loop that reads its operand
+                   transposed, c elements apart, as XLA:CPU's loop after an attention's dot does)
+                   at two strides sized from the L1 (bytes / ways = its set span S: 4 KiB here):
+                   c = S / 4 (every read maps to one set: a conflicting stride, cost/cpu.py
+                   strided_read) and c = S / 4 + 16 (one line more: the reads spread over every
+                   set); here 1.6-1.9 and 0.3-0.5 ns an element, an add's 0.07-0.1
+                   fitted.xla_conflict_per_s, fitted.xla_strided_per_s = STRIDED_ROWS * c / (t - t(XLA's loop call))
+                   x [1, GEMV_N] @ W [GEMV_N, GEMV_N], eagerly (F.linear) and jax.jit'ed: a GEMM of
+                   one row, which the library runs as a matrix-vector product reading W whole
+                   (cost/cpu.py gemm_seconds, its rows term)
+                   fitted.gemv_bytes_per_s, fitted.xla_gemv_bytes_per_s = GEMV_N^2 * 4 / (t - t(H01 or H05))
+                   a 3 x 3 convolution of EIGEN_CONV_SHAPE (2 x 16 -> 16, 32 x 32), jax.jit'ed: the
+                   most channels XLA:CPU keeps from YNNPACK, so its own convolution runs, whose
+                   time follows the output pixels (cost/cpu.py xla_eigen_conv; the tiny conv rows
+                   run there too, and give its fixed costs)
+                   fitted.xla_conv_pixel_s = (t - t(H05) - fitted.xla_conv_batched_s) / (2 * 32 * 32)
+    and, from the weights rows of one weight (COLD_GEMM, m = 32 rows: skinny), the packing a BLAS
+    does beyond a square GEMM of the same FLOPs (gemm_seconds, its square term), per GEMM:
+                   left = (t - t(H01)) / 16 - 2mkn / curve rate    (XLA: (t - t(H05)) / 16 - xla_dot_s - ...)
+                   fitted.gemm_pack_bytes_per_s, fitted.xla_gemm_pack_bytes_per_s = (k * max(m, n) - (mkn)^(2/3)) * 4 / left
 Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
 rows ran (the catalogue's, at two sizes, three ways).
 """
@@ -129,10 +149,14 @@ ANGLE_HEAD_DIM = 128  # a choice: a Llama head's width (64 frequencies, each twi
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
+EIGEN_CONV = len(CONV_SHAPES)  # the conv row's size (index) for XLA's own convolution's row, shape EIGEN_CONV_SHAPE
+EIGEN_CONV_SHAPE = (2, 16, 16, 32)  # the most channels XLA:CPU keeps from YNNPACK (cost/cpu.py YNN_CONV_MIN_CHANNELS), 2 x 32 x 32 pixels
 DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
 KERNEL_CALL_N = 2 * REDUCE_ROW  # elements of the small rows of ATen's own kernels (two rows of a norm or softmax)
 INDEX_ADD_SHAPE = (4, 16, 64)  # (rows added, rows of the destination, row width) of the index_add row: 4 KiB, in L1
 COLD_GEMM = (32, 256, 512)  # (m, k, n) of the weight-streaming rows: a 512 KiB f32 weight, an MoE expert's
+GEMV_N = 1024  # the one-row GEMM rows' width: a 4 MiB weight (past L2, inside L3)
+STRIDED_ROWS = 1024  # rows of the strided rows' x: with a 4 KiB stride, 4 MiB (past L2, inside L3)
 SDPA_SHAPE = (1, 16, 16, 8)  # (batch, heads, sequence, head dim) of the attention row: 256 query rows, 131 kFLOP
 UNMEASURABLE = 1e15  # a rate (bytes or FLOPs per second) above any this machine has: its two rows did not differ
 FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a difference of rows negative
@@ -152,6 +176,11 @@ def angle_table(n: int) -> "np.ndarray":
     return np.outer(positions, row).reshape(-1)[:n].astype(np.float32)
 
 
+def conv_shape(index: int) -> tuple[int, int, int, int]:
+    """(images, c_in, c_out, height = width) of conv row `index`: CONV_SHAPES', or EIGEN_CONV's."""
+    return EIGEN_CONV_SHAPE if index == EIGEN_CONV else CONV_SHAPES[index]
+
+
 @dataclass(frozen=True)
 class RowSpec:
     """A kernel to time: `workload` is "add" (size = elements of each of a, b, c; "module-add"
@@ -161,7 +190,7 @@ class RowSpec:
     the index of its shape in CONV_SHAPES), "reduce" (a sum over rows of REDUCE_ROW; size = elements)
     or "sdpa" (attention of SDPA_SHAPE), "weights" (16 GEMMs of COLD_GEMM over `size` distinct weights), "dots" (`size` independent DOT_N^3 dots, summed),
     "module-param" (a + p, p a module's own 1-element parameter), "index-add" (of INDEX_ADD_SHAPE;
-    size: its nested ops). A compiled "add" of size 1 is the loop program's call."""
+    size: its nested ops), "strided" (x.T * 2 of x [STRIDED_ROWS, size]), "gemv" (x [1, size] @ W [size, size]). A compiled "add" of size 1 is the loop program's call."""
 
     id: str
     runtime: str  # "eager", "inductor", "xla"
@@ -177,7 +206,7 @@ class RowSpec:
         if self.workload == "mm-chain":
             return (self.size + 2) * CHAIN_N**2 * e
         if self.workload == "conv":
-            b, ci, co, hw = CONV_SHAPES[self.size]
+            b, ci, co, hw = conv_shape(self.size)
             return (b * (ci + co) * hw * hw + 9 * ci * co) * e
         if self.workload == "sdpa":  # q, k, v and the output, SDPA_SHAPE
             return 4 * math.prod(SDPA_SHAPE) * e
@@ -188,6 +217,10 @@ class RowSpec:
             return (self.size * k * n + 16 * (m * k + m * n)) * e
         if self.workload == "reduce":
             return (self.size + self.size // REDUCE_ROW) * e
+        if self.workload == "strided":  # x read, its transpose written
+            return 2 * STRIDED_ROWS * self.size * e
+        if self.workload == "gemv":  # the weight, the row in and the row out
+            return (self.size + 2) * self.size * e
         if self.workload in ("mean", "args"):
             return 2 * e * (self.size if self.workload == "args" else 1)
         if self.workload == "module-param":  # a and p read, the sum written
@@ -203,7 +236,7 @@ class RowSpec:
         if self.workload == "mm-chain":
             return 2 * self.size * CHAIN_N**3
         if self.workload == "conv":
-            b, ci, co, hw = CONV_SHAPES[self.size]
+            b, ci, co, hw = conv_shape(self.size)
             return 2 * b * hw * hw * ci * co * 9
         if self.workload == "sdpa":
             b, h, t, d = SDPA_SHAPE
@@ -214,6 +247,10 @@ class RowSpec:
             return self.size * 2 * DOT_N**3
         if self.workload == "reduce":
             return self.size
+        if self.workload == "strided":
+            return STRIDED_ROWS * self.size
+        if self.workload == "gemv":
+            return 2 * self.size**2
         if self.workload == "index-add":
             return INDEX_ADD_SHAPE[0] * INDEX_ADD_SHAPE[2]
         return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload in ("mean", "module-param") else self.size - (self.workload == "args"))
@@ -283,6 +320,12 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "kernel-call", "f32", KERNEL_CALL_N, fn=fn))
     stream = 1 << (last_cache.size.bit_length() - 1)  # a power of two at most its size, as a model's tensors are
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "add", "f32", stream))  # XLA:CPU's loop, streaming
+    span = host.caches[0].bytes // host.l1_ways  # the L1's set span: a stride of it maps every read to one set
+    for columns in (span // 4, span // 4 + 16):  # a conflicting stride, and one line more
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "strided", "f32", columns))
+    for runtime in ("eager", "xla"):
+        rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "gemv", "f32", GEMV_N))
+    rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "conv", "f32", EIGEN_CONV))  # XLA's own convolution
     return rows
 
 
@@ -365,8 +408,8 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
         name = m.spec.fn if m.spec.workload == "unary" else "reduce"
         out[f"fitted.{m.spec.runtime}_{name}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
     for runtime in RUNTIMES:
-        tiny, batched, shallow, deep = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime),
-                                              key=lambda m: m.spec.size)
+        tiny, batched, shallow, deep = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime
+                                               and m.spec.size != EIGEN_CONV), key=lambda m: m.spec.size)
         base, depth, rate = t[CALL_ROWS[runtime]], 0.0, float("inf")
 
         def work(m):  # a row's own arithmetic at the current fit
@@ -393,6 +436,18 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
     stream = _row(measured, "xla add (stream)", lambda s: s.runtime == "xla" and s.workload == "add" and s.size > 1)
     loop = _loop_call(measured, "xla")
     out["fitted.xla_stream_bytes_per_s"] = (stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12), f"{stream.spec.id} {loop.spec.id}")
+    strided = sorted((m for m in measured if m.spec.workload == "strided"), key=lambda m: m.spec.size)
+    if len(strided) != 2:
+        from reference.errors import BadTargetFile
+
+        raise BadTargetFile("host-cpu rows", "strided", "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again")
+    for key, m in zip(("fitted.xla_conflict_per_s", "fitted.xla_strided_per_s"), strided):
+        out[key] = (m.spec.flops / max(m.median_s - loop.median_s, 1e-12), f"{m.spec.id} {loop.spec.id}")
+    out.update(_gemm_shapes(measured, out))
+    eigen = _row(measured, "xla eigen conv", lambda s: s.workload == "conv" and s.size == EIGEN_CONV)
+    b, _, _, hw = EIGEN_CONV_SHAPE
+    fixed, rows = out["fitted.xla_conv_batched_s"]
+    out["fitted.xla_conv_pixel_s"] = (max(eigen.median_s - t["H05"] - fixed, FLOOR) / (b * hw * hw), f"{eigen.spec.id} {rows}")
     index_add = _row(measured, "index-add", lambda s: s.workload == "index-add")
     out["fitted.eager_index_add_s"] = (max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
                                        f"{index_add.spec.id} H01 {mean.spec.id}")
@@ -403,6 +458,36 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
         out[f"fitted.eager_{fn}_s"] = (max(small.median_s - t["H01"] - work, FLOOR), f"{small.spec.id} H01 {rows.split()[0]}")
     return out
 
+
+
+class _Fits(dict):
+    """The fits so far, read as a target (cost/cpu.py gemm_rate reads `quantities` and items)."""
+
+    @property
+    def quantities(self):
+        return self
+
+
+def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str]]:
+    """The GEMM library's packing and one-row rates (module doc), per library."""
+    from hardware_models.cost.cpu import gemm_rate
+
+    fits = _Fits({k: v for k, (v, _) in out.items()})
+    t = {m.spec.id: m.median_s for m in measured}
+    m_, k_, n_ = COLD_GEMM
+    flops = 2 * m_ * k_ * n_
+    extra = (k_ * max(m_, n_) - (m_ * n_ * k_) ** (2 / 3)) * 4
+    found = {}
+    for runtime, lib in (("eager", ""), ("xla", "xla_")):
+        base = CALL_ROWS[runtime]
+        hot = _row(measured, f"{runtime} weights", lambda s, r=runtime: s.workload == "weights" and s.runtime == r and s.size == 1)
+        # per GEMM: XLA's 16 dots are one call (each + its dot's fixed cost), eager's 16 calls
+        per = (hot.median_s - t[base]) / 16 - fits["fitted.xla_dot_s"] if runtime == "xla" else hot.median_s / 16 - t[base]
+        left = per - flops / gemm_rate(fits, "f32", runtime, flops)
+        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (extra / left if left > FLOOR else UNMEASURABLE, f"{hot.spec.id} {base}")
+        gemv = _row(measured, f"{runtime} gemv", lambda s, r=runtime: s.workload == "gemv" and s.runtime == r)
+        found[f"fitted.{lib}gemv_bytes_per_s"] = (gemv.spec.size**2 * 4 / max(gemv.median_s - t[base], 1e-12), f"{gemv.spec.id} {base}")
+    return found
 
 
 def rows_csv(measured: list[Measured]) -> str:
@@ -463,6 +548,7 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         f"clock_hz = {_q(host.clock_hz, 'P /proc/cpuinfo cpu MHz', 'a reading: boost and power states move it')}",
         f"f32_lanes = {_q(host.f32_lanes, 'P /proc/cpuinfo flags', 'the widest vector extension: ' + (' '.join(host.features) or 'none'))}",
         f"fma_per_cycle = {_q(2, 'U', 'assumed two FMA pipes per core (Zen 2-4, Skylake-SP and later); only the derived peak reads it')}",
+        f"l1_ways = {_q(host.l1_ways, 'P sysfs cpu0/cache/index0 ways_of_associativity', 'lines per set of the innermost data cache: which strides conflict')}",
         "", "[peak]",
         f"f32_flop_per_s = {_q(host.cores * host.clock_hz * host.f32_lanes * 2 * 2, 'D', 'an FMA is two FLOPs', 'chip.cores * chip.clock_hz * chip.f32_lanes * chip.fma_per_cycle * 2')}",
         "", "[fitted]",

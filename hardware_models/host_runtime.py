@@ -54,6 +54,7 @@ class FrameworkOp:
     batch: int = 1  # a batched GEMM's batch members (its rate follows one member's FLOPs)
     rows: int = 0  # a fused attention's query rows (batch x heads x queries)
     rhs_bytes: int = 0  # a GEMM's second operand (a linear layer's weight)
+    mnk: tuple[int, ...] = ()  # a GEMM's (m, n, k), one batch member's (cost/cpu.py gemm_seconds); () when not read
     depth: int = 0  # a convolution's reduction depth (c_in x kernel taps; its batch: the images)
 
 

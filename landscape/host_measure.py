@@ -22,7 +22,7 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, DOT_N, INDEX_ADD_SHAPE, POSITIVE, REDUCE_ROW, SDPA_SHAPE, Measured, RowSpec, fit,
+from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, conv_shape, DOT_N, INDEX_ADD_SHAPE, POSITIVE, REDUCE_ROW, SDPA_SHAPE, STRIDED_ROWS, Measured, RowSpec, fit,
                                               angle_table, plan_rows, rows_csv, target_toml)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
@@ -172,6 +172,9 @@ def _torch_row_call(spec: RowSpec):
                 torch.nn.functional.linear(x, w)
 
         return linears
+    if spec.workload == "gemv":  # one row through a linear layer's weight
+        x, w = torch.randn(1, spec.size, generator=gen), torch.randn(spec.size, spec.size, generator=gen)
+        return lambda: torch.nn.functional.linear(x, w)
     if spec.workload == "sdpa":
         q, k, v = (torch.randn(*SDPA_SHAPE, generator=gen) for _ in range(3))
         return lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v)
@@ -292,8 +295,16 @@ def _jax_row(spec: RowSpec):
         args = [jax.random.normal(k, (1,)) for k in jax.random.split(keys[0], spec.size)]
         f = jax.jit(lambda *xs: sum(xs))
         return lambda: f(*args)
+    if spec.workload == "gemv":  # one row through a weight
+        x, w = jax.random.normal(keys[0], (1, spec.size)), jax.random.normal(keys[1], (spec.size, spec.size))
+        f = jax.jit(jnp.dot)
+        return lambda: f(x, w)
+    if spec.workload == "strided":  # a loop reading its operand transposed, `size` elements apart
+        x = jax.random.normal(keys[0], (STRIDED_ROWS, spec.size))
+        f = jax.jit(lambda a: a.T * 2)
+        return lambda: f(x)
     if spec.workload == "conv":  # NHWC, as the JAX side's nnx.Conv runs it
-        batch, c_in, c_out, hw = CONV_SHAPES[spec.size]
+        batch, c_in, c_out, hw = conv_shape(spec.size)
         x, w = jax.random.normal(keys[0], (batch, hw, hw, c_in)), jax.random.normal(keys[1], (3, 3, c_in, c_out)) / c_in
         f = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
         return lambda: f(x, w)

@@ -180,7 +180,7 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
                     if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)]
         shapes = [tuple(s) for s in event.input_shapes if isinstance(s, (list, tuple)) and s]
         moved = flops = trans = out = reduced = depth = rhs = 0
-        batch = 1
+        batch, mnk = 1, ()
         if (name in CONTRACTIONS or not children) and name not in VIEWS and shapes:
             sizes = [math.prod(s) for s in shapes]
             out = shapes[0][0] * shapes[1][-1] if name == "mm" else max(sizes)
@@ -201,6 +201,8 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
                 flops, reduced = 0, sizes[0]
             if name in ("bmm", "baddbmm"):
                 batch = shapes[-2][0]
+            if name in ("mm", "addmm", "bmm", "baddbmm") and len(shapes[-2]) >= 2 and len(shapes[-1]) >= 2:
+                mnk = (shapes[-2][-2], shapes[-1][-1], shapes[-2][-1])  # A [.., m, k] @ B [.., k, n]
             if name in ("mm", "addmm"):  # a linear layer's weight, as the library reads it
                 rhs = math.prod(shapes[-1]) * element_bytes
             elif name == "convolution":  # input [N, C, H, W], weight [O, C/groups, kh, kw]
@@ -210,7 +212,7 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
         rows = math.prod(shapes[0][:-1]) if "scaled_dot_product" in name and name in CONTRACTIONS and shapes else 0
         ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0,
                                TRANSCENDENTAL.get(name, "exponential"), reduced=reduced, batch=batch, rows=rows,
-                               rhs_bytes=rhs, depth=depth))
+                               rhs_bytes=rhs, depth=depth, mnk=mnk))
     return ops
 
 

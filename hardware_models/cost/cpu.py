@@ -25,6 +25,15 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
     levels      each level's bytes_per_s, measured by streaming c = a + b through it (ATen, on every
                 core); XLA:CPU's kernels stream at most at fitted.xla_stream_bytes_per_s (`stream_bandwidth`)
+    transposed reads  XLA:CPU's loop reads an operand it transposes one element at a time, each a
+                stride apart: a transpose whose result's innermost dimension is read a cache line or
+                more apart (`strided_read`) costs its elements at fitted.xla_strided_per_s, or at
+                fitted.xla_conflict_per_s when the stride maps every read to a few L1 sets (a
+                power-of-two stride such as an attention's 1,024 scores: x.T * 2 of [1024, 1024]
+                ran 1.6-1.9 ns an element here, of [1024, 1040] 0.3-0.5, an add 0.07-0.1);
+                the scores' transpose of XLA's attention at 256 tokens, 1 M elements, took
+                1.5 ms. Inductor's C++ loops transpose in vector tiles and stream (the same
+                [1024, 1024] x.T * 2 ran at an add's speed): no such cost
 Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
     Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
     transcendental rates (measured on every core: the calibration's exp row is 4 grains long)
@@ -33,15 +42,19 @@ Working set (caches warm, as in a benchmark loop that calls the kernel again and
     footprint = the kernel's inputs + outputs; its level = the innermost level whose capacity
     (all instances) holds the footprint, else DRAM
 A compiled kernel (a group of the plan):
-    contraction  compute_s = useful FLOPs / GEMM rate; busy_s = padded FLOPs / GEMM rate (n
-                 padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate; a
+    contraction  compute_s = its GEMM's time (`gemm_seconds`: the square rows' curve, a skinny
+                 GEMM's packing, or a matrix-vector product per row); busy_s = that time scaled by
+                 padded / useful FLOPs (n padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate; a
                  convolution runs at fitted.<runtime>_conv_flop_per_s * K / (K + K0) instead
                  (K: its reduction depth, c_in * kernel taps; K0: fitted.<runtime>_conv_depth) and
                  adds the library's fixed cost per call, fitted.<runtime>_conv_s for one image,
                  fitted.<runtime>_conv_batched_s for several (all measured apart: oneDNN's and
-                 XLA:CPU's convolutions are not their GEMMs)
+                 XLA:CPU's convolutions are not their GEMMs); XLA:CPU's own convolution, which
+                 runs those of at most 16 channels in and out (`xla_eigen_conv`), takes
+                 fitted.xla_conv_pixel_s per output pixel instead of a rate
     fusion       compute_s = FLOPs / vector rate + sum over functions of evaluations / its rate, each
-                 member op counted as often as the fused loop evaluates it (`evaluations`)
+                 member op counted as often as the fused loop evaluates it (`evaluations`),
+                 + XLA's transposed reads / their rate (above)
     time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
              per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
     attention  (Inductor: fuse_attention, as its output code calls ATen's flash attention for
@@ -85,6 +98,7 @@ from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Level, Target
 from reference.errors import UnknownName
 from reference.ir import Module
+from reference.ir.graph import ELEMENT_BYTES
 from reference.ir.counters import op_cost
 
 GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
@@ -104,6 +118,12 @@ SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc);
 # concatenate is not among them (its sources are whole slices).
 SCALAR_LOOP_OPS = frozenset({"gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
+CACHE_LINE_BYTES = 64  # hardware: an x86-64 cache line
+# XLA:CPU hands a 2-D f32 convolution to YNNPACK only when it has more than this many input or
+# output channels (a runtime rule: xla/backends/cpu/ynn_support.cc IsConvolutionOpSupportedByYnn,
+# "if this convolution is small, our overhead is probably too significant"); below it XLA's own
+# (Eigen's) convolution runs, at a cost per output pixel (`xla_eigen_conv`).
+YNN_CONV_MIN_CHANNELS = 16
 
 
 # n of the calibration's square f32 GEMM rows per library (host_calibration.py times them), and
@@ -147,6 +167,29 @@ def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: floa
     return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
 
 
+def gemm_seconds(target: Target, dtype: str, runtime: str, m: int, n: int, k: int, batch: int = 1) -> float:
+    """Time of a GEMM C[m, n] = A[m, k] @ B[k, n] (each of `batch` members) through `runtime`'s
+    library: the least of
+        square   2mnk / gemm_rate at its FLOPs (the curve of square rows, `size_factor`)
+                 + (k * max(m, n) - (mnk)^(2/3)) * bytes / fitted.<lib>gemm_pack_bytes_per_s
+        rows     min(m, n) * k * max(m, n) * bytes / fitted.<lib>gemv_bytes_per_s
+    (<lib>: "xla_" under XLA, "" for MKL under eager and Inductor). The square term's second
+    part is the packing a skinny GEMM does beyond a square one of its FLOPs: a BLAS packs the
+    operand of the larger free dimension (k x max(m, n)) once per call and streams the other
+    through it, so few rows amortize it badly (MKL's [32, 256] @ [256, 512] ran 1.35x a square
+    GEMM of its FLOPs here); the rows term is a matrix-vector product per row, each reading the
+    packed operand whole (m = 1 to 4 ran this way, 1024 x 1024 at 76 us a row here)."""
+    flops = 2 * m * n * k
+    e = ELEMENT_BYTES.get(dtype, 4)
+    lib = "xla_" if runtime == "xla" else ""
+    square = flops / gemm_rate(target, dtype, runtime, flops)
+    extra = k * max(m, n) - (m * n * k) ** (2 / 3)
+    if extra > 0:
+        square += extra * e / target[f"fitted.{lib}gemm_pack_bytes_per_s"]
+    rows = min(m, n) * k * max(m, n) * e / target[f"fitted.{lib}gemv_bytes_per_s"]
+    return batch * min(square, rows)
+
+
 def reduce_rate(target: Target, runtime: str) -> float:
     """Elements per second a row reduction reads through `runtime` (measured: a sum over rows of
     512, host_calibration's reduce rows)."""
@@ -158,6 +201,19 @@ def conv_rate(target: Target, dtype: str, runtime: str, depth: int | None = None
     GEMM's ratio); with its reduction depth K (c_in * kernel taps), times K / (K + K0)."""
     rate = target[f"fitted.{runtime}_conv_flop_per_s"] * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
     return rate if depth is None else rate * depth / (depth + target[f"fitted.{runtime}_conv_depth"])
+
+
+def xla_eigen_conv(conv) -> int:
+    """Output pixels (images x positions) of a convolution XLA:CPU runs with its own Eigen kernel
+    rather than YNNPACK (YNN_CONV_MIN_CHANNELS, or not 2-D); 0 for one YNNPACK takes. Its time
+    there followed the pixels, not the FLOPs: 2 x 16 x 16 pixels took 33-72 us at 4 -> 4, 8 -> 8,
+    8 -> 16 and 16 -> 16 channels alike (0.15 to 2.4 MFLOP)."""
+    dims = conv.attr("dimension_numbers")
+    out, kernel = conv.result_types[0].shape, conv.operand_types[1].shape
+    channels = max(kernel[dims.kernel_input_feature], kernel[dims.kernel_output_feature])
+    if channels > YNN_CONV_MIN_CHANNELS and len(dims.output_spatial) == 2:
+        return 0
+    return out[dims.output_batch] * math.prod(out[d] for d in dims.output_spatial)
 
 
 def conv_fixed_s(target: Target, runtime: str, images: int) -> float:
@@ -251,6 +307,31 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
     return flops, trans
 
 
+def strided_read(op, target: Target) -> tuple[int, bool]:
+    """(elements a transpose reads a cache line or more apart, whether that stride conflicts in
+    the L1): its result's innermost dimension (of more than one element) comes from an operand
+    dimension of stride s bytes. 0 when s < CACHE_LINE_BYTES (the line's next elements are read
+    next), or when the operand fits in one core's L1 (every line it walks stays there). With
+    the L1's set span S = its bytes / its ways (the bytes that map to distinct sets),
+        sets the walk touches = min(S / line, S / gcd(s, S))
+    and the stride conflicts when ways * sets touched <= f32 lanes: the lines one vector of
+    reads needs do not all fit in the sets they map to (s = 4 KiB here: one set of 8 lines)."""
+    if op.short_name != "transpose":
+        return 0, False
+    perm, source, out = tuple(op.attr("permutation") or ()), op.operand_types[0], op.result_types[0]
+    inner = [d for d in range(len(out.shape)) if out.shape[d] > 1]
+    if not inner or len(perm) != len(out.shape):
+        return 0, False
+    stride = math.prod(source.shape[perm[inner[-1]] + 1:]) * ELEMENT_BYTES.get(source.dtype, 4)
+    l1 = target.levels[-1]  # the innermost level: one core's
+    l1_bytes, ways = int(target.level_value(l1, "bytes")), int(target["chip.l1_ways"])
+    if stride < CACHE_LINE_BYTES or source.nbytes <= l1_bytes:
+        return 0, False
+    span = l1_bytes // max(ways, 1)
+    touched = min(span // CACHE_LINE_BYTES, span // math.gcd(stride, span))
+    return out.elements, ways * touched <= target["chip.f32_lanes"]
+
+
 def stream_bandwidth(target: Target, runtime: str, level: Level) -> float:
     """Bytes per second a kernel streams through `level`: the level's (ATen's stream rows, on
     every core), XLA:CPU's kernels no faster than its own stream row (fitted.xla_stream_bytes_per_s)."""
@@ -285,17 +366,34 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
             rate = conv_rate(target, shape.dtype, runtime, shape.k)
             overhead_s += conv_fixed_s(target, runtime, images)
         epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
-        compute_s = tiling.shape.flops / rate + epilogue_s
-        busy_s = tiling.padded_flops / rate + epilogue_s
+        pixels = xla_eigen_conv(conv) if conv is not None and runtime == "xla" else 0
+        gemm_s = (pixels * target["fitted.xla_conv_pixel_s"] if pixels else tiling.shape.flops / rate if conv is not None else
+                  gemm_seconds(target, shape.dtype, runtime, shape.m, shape.n, shape.k, shape.batch))
+        compute_s = gemm_s + epilogue_s
+        busy_s = gemm_s * tiling.padded_flops / max(tiling.shape.flops, 1) + epilogue_s
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
     flops, trans = fused_work(module, plan, group, runtime)
+    if runtime == "xla":  # XLA:CPU's loop reads a transposed operand element by element (module doc)
+        for i, n in evaluations(plan, group).items():
+            elements, conflict = strided_read(plan.ops[i].op, target)
+            if elements:
+                key = "conflict" if conflict else "strided"
+                trans[key] = trans.get(key, 0.0) + elements * n
     scalar = any(plan.ops[i].op.short_name in SCALAR_LOOP_OPS for i in group.members)
     rate = target["chip.cores"] * target["chip.clock_hz"] if scalar else vector_rate(target)
     share = threads(target, loop_elements(plan, group))
-    compute_s = (flops / rate + sum(n / (reduce_rate(target, runtime) if fn == "reduce" else transcendental_rate(target, runtime, fn))
-                                    for fn, n in trans.items())) / share
+    compute_s = (flops / rate + sum(n / _element_rate(target, runtime, fn) for fn, n in trans.items())) / share
     return roofline_cost(work.flops, int(flops), compute_s, bytes_, memory_s, compute_s, overhead_s)
+
+
+def _element_rate(target: Target, runtime: str, what: str) -> float:
+    """Elements per second of a fused loop's `what`: a reduction's reads, XLA's strided reads, or a function."""
+    if what == "reduce":
+        return reduce_rate(target, runtime)
+    if what in ("strided", "conflict"):  # XLA's transposed reads (only XLA's loops count them)
+        return target[f"fitted.xla_{what}_per_s"]
+    return transcendental_rate(target, runtime, what)
 
 
 def private_bytes(target: Target) -> float:
@@ -328,6 +426,7 @@ def eager_op_seconds(op, target: Target) -> float:
         compute_s = op.flops / conv_rate(target, op.dtype, "eager", op.depth or None) + conv_fixed_s(target, "eager", op.batch)
     elif op.contraction:
         compute_s = (attention_seconds(target, op.dtype, op.flops, op.batch, op.rows) if "scaled_dot_product" in op.name
+                     else gemm_seconds(target, op.dtype, "eager", *op.mnk, op.batch) if op.mnk
                      else op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1)))
     else:
         share = threads(target, op.elements)

@@ -91,7 +91,7 @@ XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused a
 CPU = register(Family(
     name="cpu", vendor="host", noun="CPU", representative="host-cpu",
     schema={
-        "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle"),
+        "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle", "l1_ways"),
         "peak": ("f32_flop_per_s",),
         "fitted": ("gemm_f32_flop_per_s", "gemm_bf16_flop_per_s", "gemm_f16_flop_per_s", "xla_gemm_f32_flop_per_s",
                    # every function calibrate times, through every runtime: a file that lost one is refused
@@ -100,7 +100,8 @@ CPU = register(Family(
                    "inductor_loop_call_s", "xla_loop_call_s", *(f"{r}_reduce_per_s" for r in RUNTIMES),
                    *(f"gemm_f32{suffix}_flop_per_s" for _, suffix in GEMM_CURVE[:-1]),
                    *(f"xla_gemm_f32{suffix}_flop_per_s" for _, suffix in XLA_GEMM_CURVE[:-1]),
-                   "eager_sdpa_row_s", "eager_param_s", "eager_index_add_s", "xla_stream_bytes_per_s",
+                   "eager_sdpa_row_s", "eager_param_s", "eager_index_add_s", "xla_stream_bytes_per_s", "xla_strided_per_s", "xla_conflict_per_s",
+                   "xla_conv_pixel_s", "gemm_pack_bytes_per_s", "xla_gemm_pack_bytes_per_s", "gemv_bytes_per_s", "xla_gemv_bytes_per_s",
                    *(f"eager_{fn}_s" for fn in EAGER_KERNELS),
                    "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s", "xla_dot_s",
                    "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",

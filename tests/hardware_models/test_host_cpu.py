@@ -8,23 +8,23 @@ import pytest
 
 from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, SMALL_GEMM_N, TINY_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
 from hardware_models.host import read_host
-from hardware_models.host_calibration import CONV_SHAPES, Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_calibration import CONV_SHAPES, EIGEN_CONV, Measured, RowSpec, fit, plan_rows, read_rows, refit
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
 from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
 
 
-def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "48K", "0"), (1, "Instruction", "32K", "0"),
-                                                                 (2, "Unified", "2048K", "0"), (3, "Unified", "105M", "0-55"))):
+def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "48K", "0", 12), (1, "Instruction", "32K", "0", 8),
+                                                                 (2, "Unified", "2048K", "0", 16), (3, "Unified", "105M", "0-55", 15))):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 2000.000\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       1048576 kB\n")
     root = tmp_path / "cache"
-    for i, (level, kind, size, shared) in enumerate(caches):
+    for i, (level, kind, size, shared, ways) in enumerate(caches):
         d = root / f"index{i}"
         d.mkdir(parents=True)
-        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared), ("ways_of_associativity", ways)):
             (d / name).write_text(f"{value}\n")
     return read_host(cpuinfo, meminfo, root)
 
@@ -32,7 +32,8 @@ def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "4
 def test_the_os_description_is_parsed_caches_innermost_first_instruction_cache_left_out(tmp_path):
     host = fake_machine(tmp_path)
     assert host.model == "Test CPU" and host.clock_hz == 2e9 and host.memory_bytes == 2**30
-    assert [(c.name, c.bytes, c.shared_by) for c in host.caches] == [("l1d", 48 * 1024, 1), ("l2", 2 * 2**20, 1), ("l3", 105 * 2**20, 56)]
+    assert [(c.name, c.bytes, c.shared_by, c.ways) for c in host.caches] == [("l1d", 48 * 1024, 1, 12), ("l2", 2 * 2**20, 1, 16),
+                                                                             ("l3", 105 * 2**20, 56, 15)]
     assert host.f32_lanes == 8 and host.features == ("sse2", "avx", "avx2", "fma") and not host.missing
 
 
@@ -90,9 +91,18 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
             t += 0.1e-6 * 256
         if spec.workload == "dots":  # XLA's dots: 3 us each, + their FLOPs at the small GEMM rate (half the large)
             t += 1e-6 + spec.size * (3e-6 + 2 * 32**3 / (gemm / 2))
-        if spec.workload == "weights":  # 16 GEMMs of 1 ms, + 16 weights streamed at 8 GB/s when they are distinct
-            t += 16e-3 + (16 * 512 * 1024 / 8e9 if spec.size > 1 else 0)
-        if spec.workload == "conv":  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
+        if spec.workload == "weights":  # 16 GEMMs (32 x 256 x 512: at the curve's 58.3 GFLOP/s, 1/3 of the way from the small
+            # row to the middle one in log FLOPs, + (256 * 512 - 131072^(2/3)... packed) bytes at 6 GB/s), each its call
+            # (eager: a dispatch; XLA: one call, each dot 3 us), + 16 weights streamed at 8 GB/s when they are distinct
+            one = 2 * 32 * 256 * 512 / (gemm * (0.5 + 0.25 / 3)) + (256 * 512 - (32 * 256 * 512) ** (2 / 3)) * 4 / 6e9
+            t += (16 * (one + 3e-6) + 1e-6 if spec.runtime == "xla" else 16 * one + 15 * dispatch) + (16 * 512 * 1024 / 8e9 if spec.size > 1 else 0)
+        if spec.workload == "strided":  # the conflicting stride (the smaller row) at 0.5 G elements/s, the other at 2.5 G
+            t += loop + spec.flops / (0.5e9 if spec.size % 1024 == 0 else 2.5e9)
+        if spec.workload == "gemv":  # the weight read at 40 GB/s (XLA: 80), after the call of a one-GEMM program (XLA's: 1 us more)
+            t += spec.size**2 * 4 / 40e9 if spec.runtime == "eager" else 1e-6 + spec.size**2 * 4 / 80e9
+        if spec.workload == "conv" and spec.size == EIGEN_CONV:  # XLA's own: a batch's fixed 80 us, then 70 ns a pixel
+            t += 1e-6 + 80e-6 + 2 * 32 * 32 * 70e-9
+        elif spec.workload == "conv":  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
             images, c_in = CONV_SHAPES[spec.size][:2]
             t += (1e-6 if spec.runtime != "eager" else 0) + (80e-6 if images > 1 else 50e-6) + spec.flops / (20e9 * 9 * c_in / (9 * c_in + 30))
         if spec.workload == "mean":
@@ -159,6 +169,10 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
     assert fits["fitted.xla_dot_s"] == pytest.approx(3e-6, rel=1e-6)
     assert fits["fitted.xla_gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
     assert fits["fitted.xla_stream_bytes_per_s"] == pytest.approx(50e9, rel=1e-6)  # its row less XLA's loop call
+    assert fits["fitted.xla_conflict_per_s"] == pytest.approx(0.5e9, rel=1e-6) and fits["fitted.xla_strided_per_s"] == pytest.approx(2.5e9, rel=1e-6)
+    assert fits["fitted.gemv_bytes_per_s"] == pytest.approx(40e9, rel=1e-6) and fits["fitted.xla_gemv_bytes_per_s"] == pytest.approx(80e9, rel=1e-6)
+    assert fits["fitted.gemm_pack_bytes_per_s"] == pytest.approx(6e9, rel=1e-6) == fits["fitted.xla_gemm_pack_bytes_per_s"]
+    assert fits["fitted.xla_conv_pixel_s"] == pytest.approx(70e-9, rel=1e-6)
 
 
 def test_every_fitted_value_a_cpu_target_must_hold_is_one_the_calibration_makes():
@@ -580,3 +594,118 @@ def test_sine_and_cosine_are_timed_on_ropes_angle_table_the_rest_on_their_domain
     for fn in ("sine", "cosine"):
         assert np.array_equal(_domain(fn, x, np.asarray), table)
     assert (_domain("log", x, np.asarray) > 0).all() and np.array_equal(_domain("tanh", x, np.asarray), x)
+
+
+@pytest.mark.parametrize("shape, perm, conflict", [
+    ((1024, 1024), (1, 0), True),     # a 4 KiB stride: every read maps to one L1 set of 8 lines (16 lanes read at once)
+    ((1024, 512), (1, 0), True),      # 2 KiB: two sets, 16 lines, no more than one vector's reads
+    ((1024, 1040), (1, 0), False),    # 4,160 B: one line past the set span, the reads spread over every set
+    ((1024, 1000), (1, 0), False),    # 4,000 B: not a whole number of lines
+    ((1024, 256), (1, 0), False),     # 1 KiB: four sets, 32 lines
+    ((8, 256, 256, 4), (0, 3, 2, 1), True),  # an attention's scores [b, keys, queries, heads] -> [b, heads, queries, keys]: 4 KiB
+])
+def test_a_transpose_read_a_line_or_more_apart_is_strided_and_conflicts_by_the_l1s_sets(shape, perm, conflict):
+    """XLA's transposed reads by hand on the committed target (L1: 32 KiB, 8 ways, so a set span
+    of 4 KiB; 16 f32 lanes): sets touched = min(64, 4096 / gcd(stride, 4096)); conflicting
+    when 8 * sets <= 16. The elements are the transpose's."""
+    import math
+
+    from hardware_models.cost.cpu import strided_read
+    from reference.ir.graph import Op, TensorType
+
+    t = get_target("host-cpu")
+    assert t["chip.l1_ways"] == 8 and t.level_value(t.levels[-1], "bytes") == 32 * 1024 and t["chip.f32_lanes"] == 16
+    out = tuple(shape[p] for p in perm)
+    op = Op("stablehlo.transpose", ("%1",), (TensorType(out, "f32"),), ("%0",), (TensorType(shape, "f32"),), (("permutation", perm),))
+    assert strided_read(op, t) == (math.prod(shape), conflict)
+
+
+@pytest.mark.parametrize("shape, perm", [
+    ((256, 4, 1024), (1, 0, 2)),    # the innermost dimension kept: whole lines
+    ((4, 256, 64, 4), (0, 3, 1, 2)),  # the result's innermost read 16 B apart: four to a line
+    ((32, 32), (1, 0)),             # 4 KiB: inside one core's L1
+    ((1024, 1), (1, 0)),            # a reshape in all but name
+])
+def test_a_transpose_that_reads_whole_lines_or_stays_in_l1_costs_no_strided_reads(shape, perm):
+    from hardware_models.cost.cpu import strided_read
+    from reference.ir.graph import Op, TensorType
+
+    out = tuple(shape[p] for p in perm)
+    op = Op("stablehlo.transpose", ("%1",), (TensorType(out, "f32"),), ("%0",), (TensorType(shape, "f32"),), (("permutation", perm),))
+    assert strided_read(op, get_target("host-cpu")) == (0, False)
+
+
+def test_xlas_loop_pays_its_transposed_reads_inductors_streams_by_hand():
+    """x.T * 2 of [1024, 1024] and of [1024, 1040]: XLA's loop costs its elements at the
+    conflicting or the plain strided rate on top of its FLOPs; Inductor's is the same loop at
+    vector speed (its tiles transpose in registers)."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import cpu_group_cost, fused_work
+    from hardware_models.families.cpu import XLA_CPU_PIPELINE
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    t = get_target("host-cpu")
+    for columns, key in ((1024, "fitted.xla_conflict_per_s"), (1040, "fitted.xla_strided_per_s")):
+        lowering = lower_function(lambda x: x.T * 2.0, jax.ShapeDtypeStruct((1024, columns), jnp.float32))
+        module = getattr(lowering, "module", lowering)
+        for runtime in ("xla", "inductor"):
+            plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE if runtime == "xla" else None)
+            (group,) = [g for g in plan.groups if g.kind == "fusion"]
+            cost = cpu_group_cost(module, plan, group, t, runtime)
+            flops, reads = fused_work(module, plan, group, runtime)
+            assert flops == 1024 * columns and not reads
+            strided = 1024 * columns / t[key] if runtime == "xla" else 0.0
+            memory_s = max(s for _, s in cost.memory_s)
+            assert cost.time_s == pytest.approx(max(flops / vector_rate(t) + strided, memory_s) + t[f"fitted.{runtime}_kernel_s"], rel=1e-6)
+
+
+def test_a_skinny_gemm_pays_its_packing_a_one_row_gemm_reads_its_weight_per_row_by_hand():
+    """gemm_seconds on the committed target: a square GEMM is the curve's; 32 x 256 x 512 adds
+    (256 * 512 - (32 * 256 * 512)^(2/3)) * 4 bytes at the packing rate; one row of a 1024 x 1024
+    weight is the weight at the one-row rate, which is less than the square term there."""
+    from hardware_models.cost.cpu import gemm_rate, gemm_seconds
+
+    t = get_target("host-cpu")
+    n = 256
+    assert gemm_seconds(t, "f32", "eager", n, n, n) == pytest.approx(2 * n**3 / gemm_rate(t, "f32", "eager", 2 * n**3), rel=1e-9)
+    m, k, n = 32, 256, 512
+    flops = 2 * m * k * n
+    square = flops / gemm_rate(t, "f32", "eager", flops) + (k * n - (m * k * n) ** (2 / 3)) * 4 / t["fitted.gemm_pack_bytes_per_s"]
+    assert gemm_seconds(t, "f32", "eager", m, n, k) == pytest.approx(square, rel=1e-9)
+    assert gemm_seconds(t, "f32", "eager", m, n, k, batch=3) == pytest.approx(3 * square, rel=1e-9)
+    one_row = 1024 * 1024 * 4 / t["fitted.gemv_bytes_per_s"]
+    assert gemm_seconds(t, "f32", "eager", 1, 1024, 1024) == pytest.approx(one_row, rel=1e-9)
+    assert one_row < 2 * 1024**2 / gemm_rate(t, "f32", "eager", 2 * 1024**2) + (1024**2 - 1024 ** (4 / 3)) * 4 / t["fitted.gemm_pack_bytes_per_s"]
+    # an eager op with its shape is costed so; one without (a hand-made op) by its FLOPs alone
+    op = FrameworkOp("mm", 0, flops, contraction=True, mnk=(m, n, k))
+    assert eager_seconds([op], t).work_s == pytest.approx(square + t["fitted.eager_dispatch_s"], rel=1e-9)
+
+
+@pytest.mark.parametrize("c_in, c_out, eigen", [(8, 16, True), (16, 16, True), (4, 4, True), (4, 64, False), (32, 16, False), (32, 32, False)])
+def test_xla_runs_a_convolution_of_at_most_16_channels_with_its_own_kernel_at_a_cost_per_pixel(c_in, c_out, eigen):
+    """XLA:CPU's rule (xla/backends/cpu/ynn_support.cc): YNNPACK takes a 2-D convolution with more
+    than 16 input or output channels; below, XLA's own runs, costed per output pixel."""
+    import jax
+    import jax.numpy as jnp
+
+    from hardware_models.cost.cpu import cpu_group_cost, xla_eigen_conv
+    from hardware_models.families.cpu import XLA_CPU_PIPELINE
+    from hardware_models.pipelines import compile_plan
+    from jax_side.lower import lower_function
+
+    conv = lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC"))  # noqa: E731
+    lowering = lower_function(conv, jax.ShapeDtypeStruct((2, 16, 16, c_in), jnp.float32), jax.ShapeDtypeStruct((3, 3, c_in, c_out), jnp.float32))
+    module = getattr(lowering, "module", lowering)
+    t = get_target("host-cpu")
+    plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE)
+    (group,) = [g for g in plan.groups if g.kind == "contraction"]
+    (op,) = [plan.ops[i].op for i in group.members if plan.ops[i].op.short_name == "convolution"]
+    assert xla_eigen_conv(op) == (2 * 16 * 16 if eigen else 0)
+    if eigen:
+        cost = cpu_group_cost(module, plan, group, t, "xla")
+        busy = 2 * 16 * 16 * t["fitted.xla_conv_pixel_s"] * plan.tilings[group.id].padded_flops / plan.tilings[group.id].shape.flops
+        fixed = t["fitted.xla_kernel_s"] + t["fitted.xla_conv_batched_s"]
+        assert cost.time_s == pytest.approx(max(busy, max(s for _, s in cost.memory_s)) + fixed, rel=1e-6)
