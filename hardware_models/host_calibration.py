@@ -128,7 +128,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, TINY_GEMM_N, XLA_GEMM_CURVE
+from hardware_models.cost.cpu import SHARED_LEVEL_SHARE, COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, TINY_GEMM_N, XLA_GEMM_CURVE
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -271,7 +271,7 @@ def _level_sizes(host: HostCpu) -> list[tuple[str, float, float]]:
         capacity = cache.bytes * max(1, host.cores // cache.shared_by)
         # a cache several cores share (on a virtual machine, other tenants too) holds less of it
         # for us: its rows stay at 1/16 and 1/4, a private cache's at 1/8 and 1/2
-        low, high = (16, 4) if cache.shared_by > 1 else (8, 2)
+        low, high = (4 / SHARED_LEVEL_SHARE, 1 / SHARED_LEVEL_SHARE) if cache.shared_by > 1 else (8, 2)
         pairs.append((cache.name, capacity / low, capacity / high))
     pairs.append(("dram", 2 * capacity, 8 * capacity))  # 2x and 8x the last level's capacity
     return pairs

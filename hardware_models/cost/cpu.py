@@ -119,6 +119,11 @@ SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
 # concatenate is not among them (its sources are whole slices).
 SCALAR_LOOP_OPS = frozenset({"gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 CACHE_LINE_BYTES = 64  # hardware: an x86-64 cache line
+# The share of a cache that several cores share (on a virtual machine, other tenants' cores too)
+# that a working set can count on: a choice, the one the calibration's stream rows are sized by
+# (a shared level's larger row holds a quarter of it; host_calibration._level_sizes), and beyond
+# which a GEMM's packed operand is read from main memory (`gemm_seconds`).
+SHARED_LEVEL_SHARE = 0.25
 # XLA:CPU hands a 2-D f32 convolution to YNNPACK only when it has more than this many input or
 # output channels (a runtime rule: xla/backends/cpu/ynn_support.cc IsConvolutionOpSupportedByYnn,
 # "if this convolution is small, our overhead is probably too significant"); below it XLA's own
@@ -169,16 +174,21 @@ def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: floa
 
 def gemm_seconds(target: Target, dtype: str, runtime: str, m: int, n: int, k: int, batch: int = 1) -> float:
     """Time of a GEMM C[m, n] = A[m, k] @ B[k, n] (each of `batch` members) through `runtime`'s
-    library: the least of
-        square   2mnk / gemm_rate at its FLOPs (the curve of square rows, `size_factor`)
-                 + (k * max(m, n) - (mnk)^(2/3)) * bytes / fitted.<lib>gemm_pack_bytes_per_s
-        rows     min(m, n) * k * max(m, n) * bytes / fitted.<lib>gemv_bytes_per_s
-    (<lib>: "xla_" under XLA, "" for MKL under eager and Inductor). The square term's second
-    part is the packing a skinny GEMM does beyond a square one of its FLOPs: a BLAS packs the
-    operand of the larger free dimension (k x max(m, n)) once per call and streams the other
-    through it, so few rows amortize it badly (MKL's [32, 256] @ [256, 512] ran 1.35x a square
-    GEMM of its FLOPs here); the rows term is a matrix-vector product per row, each reading the
-    packed operand whole (m = 1 to 4 ran this way, 1024 x 1024 at 76 us a row here)."""
+    library (<lib>: "xla_" under XLA, "" for MKL under eager and Inductor). A BLAS packs the
+    operand of the larger free dimension, P = k * max(m, n) elements, once per call, and streams
+    the other's min(m, n) rows through it; or, for very few rows, runs a matrix-vector product
+    per row, each reading P whole:
+        pass    = P * bytes / fitted.<lib>gemv_bytes_per_s
+        square  = 2mnk / gemm_rate at its FLOPs                  (the square rows' curve, `size_factor`)
+                  + (P - (mnk)^(2/3)) * bytes / fitted.<lib>gemm_pack_bytes_per_s
+                  + P * bytes / main memory's bandwidth, when P outgrows `shared_cache_bytes`
+        time    = batch * max(pass, min(square, min(m, n) * pass))
+    The square term's second part is the packing a skinny GEMM does beyond a square one of its
+    FLOPs (MKL's [32, 256] @ [256, 512] ran 1.35x a square GEMM of its FLOPs here); its third,
+    a packed operand read from memory before the arithmetic (XLA's [m, 2048] @ [2048, 2048],
+    16 MiB, took 0.5 ms + its FLOPs at 180 GFLOP/s for m = 8 to 64, where 4 MiB added about
+    nothing). MKL ran m = 1 and 2 row by row (1024 x 1024 at 76 us a row), and no GEMM takes less
+    than one pass over P (XLA's one-row GEMM, which the curve alone put at a third of its time)."""
     flops = 2 * m * n * k
     e = ELEMENT_BYTES.get(dtype, 4)
     lib = "xla_" if runtime == "xla" else ""
@@ -186,8 +196,18 @@ def gemm_seconds(target: Target, dtype: str, runtime: str, m: int, n: int, k: in
     extra = k * max(m, n) - (m * n * k) ** (2 / 3)
     if extra > 0:
         square += extra * e / target[f"fitted.{lib}gemm_pack_bytes_per_s"]
-    rows = min(m, n) * k * max(m, n) * e / target[f"fitted.{lib}gemv_bytes_per_s"]
-    return batch * min(square, rows)
+    packed = k * max(m, n) * e
+    if packed > shared_cache_bytes(target):  # packed from main memory, before the arithmetic that reads it
+        square += packed / target.level_value(target.main_memory_level, "bytes_per_s")
+    one_pass = packed / target[f"fitted.{lib}gemv_bytes_per_s"]
+    return batch * max(min(square, min(m, n) * one_pass), one_pass)
+
+
+def shared_cache_bytes(target: Target) -> float:
+    """What a working set can count on in the outermost cache: SHARED_LEVEL_SHARE of it when the
+    cores share it (its `per` unset), all of it when each core has its own."""
+    last = next(lv for lv in target.levels if lv.role != "main")
+    return target.level_capacity(last) * (1.0 if last.per else SHARED_LEVEL_SHARE)
 
 
 def reduce_rate(target: Target, runtime: str) -> float:
@@ -332,6 +352,17 @@ def strided_read(op, target: Target) -> tuple[int, bool]:
     return out.elements, ways * touched <= target["chip.f32_lanes"]
 
 
+def scalar_loop(op, target: Target) -> bool:
+    """Whether `op` makes its fused loop scalar (SCALAR_LOOP_OPS), except a gather that copies
+    rows of at least a vector along the operand's innermost dimension (an embedding's: each index
+    picks a whole row, copied with vector loads and stores under Inductor and XLA alike; the
+    1024 x 256 embedding ran in 26-62 us, where one element op per cycle would take 50)."""
+    if op.short_name not in SCALAR_LOOP_OPS:
+        return False
+    sizes = tuple(op.attr("slice_sizes") or ())
+    return not (op.short_name == "gather" and sizes and sizes[-1] >= target["chip.f32_lanes"])
+
+
 def stream_bandwidth(target: Target, runtime: str, level: Level) -> float:
     """Bytes per second a kernel streams through `level`: the level's (ATen's stream rows, on
     every core), XLA:CPU's kernels no faster than its own stream row (fitted.xla_stream_bytes_per_s)."""
@@ -370,7 +401,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         gemm_s = (pixels * target["fitted.xla_conv_pixel_s"] if pixels else tiling.shape.flops / rate if conv is not None else
                   gemm_seconds(target, shape.dtype, runtime, shape.m, shape.n, shape.k, shape.batch))
         compute_s = gemm_s + epilogue_s
-        busy_s = gemm_s * tiling.padded_flops / max(tiling.shape.flops, 1) + epilogue_s
+        busy_s = (gemm_s if pixels else gemm_s * tiling.padded_flops / max(tiling.shape.flops, 1)) + epilogue_s  # a pixel's cost is measured whole
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
     flops, trans = fused_work(module, plan, group, runtime)
@@ -380,7 +411,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
             if elements:
                 key = "conflict" if conflict else "strided"
                 trans[key] = trans.get(key, 0.0) + elements * n
-    scalar = any(plan.ops[i].op.short_name in SCALAR_LOOP_OPS for i in group.members)
+    scalar = any(scalar_loop(plan.ops[i].op, target) for i in group.members)
     rate = target["chip.cores"] * target["chip.clock_hz"] if scalar else vector_rate(target)
     share = threads(target, loop_elements(plan, group))
     compute_s = (flops / rate + sum(n / _element_rate(target, runtime, fn) for fn, n in trans.items())) / share

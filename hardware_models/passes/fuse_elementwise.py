@@ -11,7 +11,9 @@ that produces its operands when:
     softmax's max and sum in one kernel; XLA on a TPU splits them);
   - an op reading a reduction's result joins the reduction's group only where the compiler fuses
     past a reduction (`fuse_after_reduction`: not XLA:CPU, whose reductions are kernels of their
-    own, YNNPACK's in jax 0.10: a LayerNorm's optimized HLO holds five kernels);
+    own, YNNPACK's in jax 0.10: a LayerNorm's optimized HLO holds five kernels); a reduction over
+    dimensions of one element only is a reshape to every compiler (XLA's simplifier rewrites it:
+    jnp.take's bounds check, all() over [n, 1], fuses into its gather's loop), not a reduction;
   - joining makes no cycle between groups (no other producer of the op depends on that group).
 Operands from several groups join the latest of them; the rest become the kernel's inputs. An op
 that reads only arguments (a block's input, which its norm converts twice: once for the
@@ -45,6 +47,14 @@ XLA_TPU = FusionRules("xla-like", epilogue_into_contraction=True, max_reductions
 XLA_CPU = FusionRules("xla-cpu", epilogue_into_contraction=False, max_reductions=1, fuse_after_reduction=False)
 
 
+def trivial_reduction(op) -> bool:
+    """A reduce whose reduced dimensions all have one element: it moves nothing, a reshape."""
+    if op.short_name != "reduce" or not op.operand_types:
+        return False
+    shape = op.operand_types[0].shape
+    return all(shape[d] == 1 for d in (op.attr("dimensions") or ()) if d < len(shape))
+
+
 def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRules = INDUCTOR) -> Plan:
     """Merge the one-op groups of assign_groups; a plan already fused comes back unchanged."""
     if any(len(g.members) > 1 for g in plan.groups):
@@ -75,7 +85,7 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
             for v in plan.ops[index].operands
             if graph.producer.get(graph.root(v)) in owner
         }
-        is_reduction = category(op) == "reduction"
+        is_reduction = category(op) == "reduction" and not trivial_reduction(op)
         target_group = max(producers) if producers else None
         if target_group is None and group.kind == "fusion":  # reads only arguments: a sibling (module doc)
             target_group = max((readers[r] for r in roots if r in readers), default=None)
@@ -88,7 +98,8 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
             legal = legal and not (is_reduction and host["reductions"] >= rules.max_reductions)
             legal = legal and (rules.fuse_after_reduction or not any(
                 owner.get(graph.producer.get(graph.root(v))) == target_group
-                and category(plan.ops[graph.producer[graph.root(v)]].op) == "reduction" for v in plan.ops[index].operands))
+                and category(producer := plan.ops[graph.producer[graph.root(v)]].op) == "reduction"
+                and not trivial_reduction(producer) for v in plan.ops[index].operands))
             legal = legal and not any(reaches(p, target_group) for p in producers - {target_group})
             if legal:
                 host["members"].append(index)
