@@ -289,10 +289,10 @@ def _jax_row(name, shapes, size, case, target) -> _Pending:
 
 
 def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
-             min_run_s: float = MIN_RUN_S, progress=None) -> list[Row]:
+             min_run_s: float = MIN_RUN_S, progress=None, large: dict[str, dict] | None = None) -> list[Row]:
     """Predict every (entry, size, runtime), then time them all (host_measure.sweep: each row's
     median over PASSES sweeps of them all). Every row runs routed (MoE: as the costed IR routes
-    its tokens)."""
+    its tokens). `large`: the "large" size's shapes per entry (default LARGE)."""
     import torch
     import torch._dynamo
 
@@ -310,7 +310,7 @@ def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SI
         for name in names:
             entry = get_entry(name)
             for size in sizes:
-                given = LARGE.get(name, {}) if size == "large" else {}
+                given = (LARGE if large is None else large).get(name, {}) if size == "large" else {}
                 case = make_case(entry, entry.resolve(given), "float32")
                 if {"eager", "inductor"} & set(runtimes):
                     pending += [r for r in _torch_rows(name, given, size, case, target, runtimes) if r.runtime in runtimes]
