@@ -101,7 +101,7 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    at two strides sized from the L1 (bytes / ways = its set span S: 4 KiB here):
                    c = S / 4 (every read maps to one set: a conflicting stride, cost/cpu.py
                    strided_read) and c = S / 4 + 16 (one line more: the reads spread over every
-                   set); here 1.6-1.9 and 0.3-0.5 ns an element, an add's 0.07-0.1
+                   set); here 1.6-2.2 and 0.3-0.5 ns an element, an add's 0.07-0.1
                    fitted.xla_conflict_per_s, fitted.xla_strided_per_s = STRIDED_ROWS * c / (t - t(XLA's loop call))
                    x [1, GEMV_N] @ W [GEMV_N, GEMV_N], eagerly (F.linear) and jax.jit'ed: a GEMM of
                    one row, which the library runs as a matrix-vector product reading W whole

@@ -30,7 +30,7 @@ host-cpu`, hardware_models/host_calibration.py, which names the rows each comes 
                 more apart (`strided_read`) costs its elements at fitted.xla_strided_per_s, or at
                 fitted.xla_conflict_per_s when the stride maps every read to a few L1 sets (a
                 power-of-two stride such as an attention's 1,024 scores: x.T * 2 of [1024, 1024]
-                ran 1.6-1.9 ns an element here, of [1024, 1040] 0.3-0.5, an add 0.07-0.1);
+                ran 1.6-2.2 ns an element here, of [1024, 1040] 0.3-0.5, an add 0.07-0.1);
                 the scores' transpose of XLA's attention at 256 tokens, 1 M elements, took
                 1.5 ms. Inductor's C++ loops transpose in vector tiles and stream (the same
                 [1024, 1024] x.T * 2 ran at an add's speed): no such cost
