@@ -484,7 +484,9 @@ def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) ->
         # per GEMM: XLA's 16 dots are one call (each + its dot's fixed cost), eager's 16 calls
         per = (hot.median_s - t[base]) / 16 - fits["fitted.xla_dot_s"] if runtime == "xla" else hot.median_s / 16 - t[base]
         left = per - flops / gemm_rate(fits, "f32", runtime, flops)
-        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (extra / left if left > FLOOR else UNMEASURABLE, f"{hot.spec.id} {base}")
+        # inside one GEMM's share of the row's spread, the difference is noise: no cost measured
+        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (extra / left if left > max(FLOOR, hot.iqr_s / 16) else UNMEASURABLE,
+                                                      f"{hot.spec.id} {base}")
         gemv = _row(measured, f"{runtime} gemv", lambda s, r=runtime: s.workload == "gemv" and s.runtime == r)
         found[f"fitted.{lib}gemv_bytes_per_s"] = (gemv.spec.size**2 * 4 / max(gemv.median_s - t[base], 1e-12), f"{gemv.spec.id} {base}")
     return found
