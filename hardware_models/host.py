@@ -3,9 +3,10 @@
 Linux's sysfs and /proc give everything the host-cpu target needs that is not a measurement:
     cores       the CPUs this process may run on (os.sched_getaffinity), what torch and XLA use
     caches      /sys/devices/system/cpu/cpu0/cache/index*/{level,type,size,shared_cpu_list,
-                ways_of_associativity}: one level per data or unified cache, its size per instance,
-                how many CPUs share one (L1d and L2 per core, L3 per socket or CCX here) and its
-                ways (the lines one set holds: a strided read's conflicts follow from the L1's)
+                ways_of_associativity,coherency_line_size}: one level per data or unified cache,
+                its size per instance, how many CPUs share one (L1d and L2 per core, L3 per socket
+                or CCX here), its ways (the lines one set holds) and its line (a strided read's
+                cost and conflicts follow from the L1's)
     memory      MemTotal of /proc/meminfo (the DRAM level's capacity)
     clock       "cpu MHz" of /proc/cpuinfo (a reading, not a guarantee: boost and idle vary it)
     features    the flags line: the vector width follows from them
@@ -37,6 +38,7 @@ class Cache:
     bytes: int       # one instance's capacity
     shared_by: int   # CPUs sharing one instance
     ways: int = 0    # lines per set (ways_of_associativity); 0 where sysfs does not say
+    line: int = 0    # bytes per line (coherency_line_size); 0 where sysfs does not say
 
 
 @dataclass(frozen=True)
@@ -67,12 +69,18 @@ class HostCpu:
     @property
     def missing(self) -> tuple[str, ...]:
         return tuple(name for name, value in (("clock", self.clock_hz), ("memory", self.memory_bytes),
-                                              ("caches", self.caches), ("cache ways", self.l1_ways or not self.caches)) if not value)
+                                              ("caches", self.caches), ("cache ways", self.l1_ways or not self.caches),
+                                              ("cache line", self.l1_line or not self.caches)) if not value)
 
     @property
     def l1_ways(self) -> int:
         """The innermost cache's ways (0 when unknown)."""
         return self.caches[0].ways if self.caches else 0
+
+    @property
+    def l1_line(self) -> int:
+        """The innermost cache's line in bytes (0 when unknown)."""
+        return self.caches[0].line if self.caches else 0
 
     def describe(self) -> str:
         caches = ", ".join(f"{c.name.upper()} {c.bytes // 1024} KiB" + (f" x{self.cores // c.shared_by}" if self.cores // c.shared_by > 1 else "")
@@ -94,6 +102,14 @@ def _cpu_count(cpu_list: str) -> int:
     return count
 
 
+def _optional_int(path: Path) -> int:
+    """A sysfs number, 0 where the file is absent or not a number."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return 0
+
+
 def read_caches(root: Path = SYSFS_CACHE) -> tuple[Cache, ...]:
     """Data and unified caches, innermost first (instruction caches are left out)."""
     caches = []
@@ -107,11 +123,8 @@ def read_caches(root: Path = SYSFS_CACHE) -> tuple[Cache, ...]:
             shared = _cpu_count((index / "shared_cpu_list").read_text())
         except (OSError, ValueError):
             continue
-        try:
-            ways = int((index / "ways_of_associativity").read_text())
-        except (OSError, ValueError):
-            ways = 0
-        caches.append(Cache(level, f"l{level}d" if kind == "Data" else f"l{level}", size, max(shared, 1), ways))
+        ways, line = (_optional_int(index / name) for name in ("ways_of_associativity", "coherency_line_size"))
+        caches.append(Cache(level, f"l{level}d" if kind == "Data" else f"l{level}", size, max(shared, 1), ways, line))
     return tuple(sorted(caches, key=lambda c: c.level))
 
 

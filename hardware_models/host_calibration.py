@@ -100,8 +100,8 @@ caches the operating system reports (hardware_models/host.py), so another machin
                    transposed, c elements apart, as XLA:CPU's loop after an attention's dot does)
                    at two strides sized from the L1 (bytes / ways = its set span S: 4 KiB here):
                    c = S / 4 (every read maps to one set: a conflicting stride, cost/cpu.py
-                   strided_read) and c = S / 4 + 16 (one line more: the reads spread over every
-                   set); here 1.6-2.2 and 0.3-0.5 ns an element, an add's 0.07-0.1
+                   strided_read) and c = (S + its line) / 4 (one line more: the reads spread over
+                   every set); here 1.6-2.2 and 0.3-0.5 ns an element, an add's 0.07-0.1
                    fitted.xla_conflict_per_s, fitted.xla_strided_per_s = STRIDED_ROWS * c / (t - t(XLA's loop call))
                    x [1, GEMV_N] @ W [GEMV_N, GEMV_N], eagerly (F.linear) and jax.jit'ed: a GEMM of
                    one row, which the library runs as a matrix-vector product reading W whole
@@ -128,7 +128,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import SHARED_LEVEL_SHARE, COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, TINY_GEMM_N, XLA_GEMM_CURVE
+from hardware_models.cost.cpu import (COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, SHARED_LEVEL_SHARE, TINY_GEMM_N,
+                                      XLA_GEMM_CURVE)
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -321,7 +322,7 @@ def plan_rows(host: HostCpu) -> list[RowSpec]:
     stream = 1 << (last_cache.size.bit_length() - 1)  # a power of two at most its size, as a model's tensors are
     rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "add", "f32", stream))  # XLA:CPU's loop, streaming
     span = host.caches[0].bytes // host.l1_ways  # the L1's set span: a stride of it maps every read to one set
-    for columns in (span // 4, span // 4 + 16):  # a conflicting stride, and one line more
+    for columns in (span // 4, (span + host.l1_line) // 4):  # a conflicting stride, and one line more
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", "xla", "strided", "f32", columns))
     for runtime in ("eager", "xla"):
         rows.append(RowSpec(f"H{len(rows) + 1:02d}", runtime, "gemv", "f32", GEMV_N))
@@ -349,12 +350,17 @@ def _loop_call(measured: list[Measured], runtime: str) -> Measured:
 
 def _row(measured: list[Measured], what: str, wanted) -> Measured:
     """The one row `wanted(spec)` picks; a rows file from before that row existed is refused by name."""
-    found = next((m for m in measured if wanted(m.spec)), None)
-    if found is None:
+    return _rows(measured, what, wanted, 1)[0]
+
+
+def _rows(measured: list[Measured], what: str, wanted, count: int) -> list[Measured]:
+    """The `count` rows `wanted(spec)` picks, smallest size first; refused by name where they are not all there."""
+    found = sorted((m for m in measured if wanted(m.spec)), key=lambda m: m.spec.size)
+    if len(found) < count:
         from reference.errors import BadTargetFile
 
         raise BadTargetFile("host-cpu rows", what, "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again")
-    return found
+    return found[:count]
 
 
 def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
@@ -436,18 +442,14 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
     stream = _row(measured, "xla add (stream)", lambda s: s.runtime == "xla" and s.workload == "add" and s.size > 1)
     loop = _loop_call(measured, "xla")
     out["fitted.xla_stream_bytes_per_s"] = (stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12), f"{stream.spec.id} {loop.spec.id}")
-    strided = sorted((m for m in measured if m.spec.workload == "strided"), key=lambda m: m.spec.size)
-    if len(strided) != 2:
-        from reference.errors import BadTargetFile
-
-        raise BadTargetFile("host-cpu rows", "strided", "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again")
+    strided = _rows(measured, "strided", lambda s: s.workload == "strided", 2)  # the set span's stride first
     for key, m in zip(("fitted.xla_conflict_per_s", "fitted.xla_strided_per_s"), strided):
         out[key] = (m.spec.flops / max(m.median_s - loop.median_s, 1e-12), f"{m.spec.id} {loop.spec.id}")
     out.update(_gemm_shapes(measured, out))
     eigen = _row(measured, "xla eigen conv", lambda s: s.workload == "conv" and s.size == EIGEN_CONV)
     b, _, _, hw = EIGEN_CONV_SHAPE
     fixed, rows = out["fitted.xla_conv_batched_s"]
-    out["fitted.xla_conv_pixel_s"] = (max(eigen.median_s - t["H05"] - fixed, FLOOR) / (b * hw * hw), f"{eigen.spec.id} {rows}")
+    out["fitted.xla_conv_pixel_s"] = (max(eigen.median_s - t[CALL_ROWS["xla"]] - fixed, FLOOR) / (b * hw * hw), f"{eigen.spec.id} {rows}")
     index_add = _row(measured, "index-add", lambda s: s.workload == "index-add")
     out["fitted.eager_index_add_s"] = (max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
                                        f"{index_add.spec.id} H01 {mean.spec.id}")
@@ -551,6 +553,7 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         f"f32_lanes = {_q(host.f32_lanes, 'P /proc/cpuinfo flags', 'the widest vector extension: ' + (' '.join(host.features) or 'none'))}",
         f"fma_per_cycle = {_q(2, 'U', 'assumed two FMA pipes per core (Zen 2-4, Skylake-SP and later); only the derived peak reads it')}",
         f"l1_ways = {_q(host.l1_ways, 'P sysfs cpu0/cache/index0 ways_of_associativity', 'lines per set of the innermost data cache: which strides conflict')}",
+        f"l1_line_bytes = {_q(host.l1_line, 'P sysfs cpu0/cache/index0 coherency_line_size', 'a read this far from the last one takes a line of its own')}",
         "", "[peak]",
         f"f32_flop_per_s = {_q(host.cores * host.clock_hz * host.f32_lanes * 2 * 2, 'D', 'an FMA is two FLOPs', 'chip.cores * chip.clock_hz * chip.f32_lanes * chip.fma_per_cycle * 2')}",
         "", "[fitted]",

@@ -118,7 +118,6 @@ SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
 # Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc);
 # concatenate is not among them (its sources are whole slices).
 SCALAR_LOOP_OPS = frozenset({"gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
-CACHE_LINE_BYTES = 64  # hardware: an x86-64 cache line
 # The share of a cache that several cores share (on a virtual machine, other tenants' cores too)
 # that a working set can count on: a choice, the one the calibration's stream rows are sized by
 # (a shared level's larger row holds a quarter of it; host_calibration._level_sizes), and beyond
@@ -330,9 +329,9 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
 def strided_read(op, target: Target) -> tuple[int, bool]:
     """(elements a transpose reads a cache line or more apart, whether that stride conflicts in
     the L1): its result's innermost dimension (of more than one element) comes from an operand
-    dimension of stride s bytes. 0 when s < CACHE_LINE_BYTES (the line's next elements are read
-    next), or when the operand fits in one core's L1 (every line it walks stays there). With
-    the L1's set span S = its bytes / its ways (the bytes that map to distinct sets),
+    dimension of stride s bytes. 0 when s < the L1's line (chip.l1_line_bytes: the line's next
+    elements are read next), or when the operand fits in one core's L1 (every line it walks
+    stays there). With the L1's set span S = its bytes / its ways (the bytes that map to distinct sets),
         sets the walk touches = min(S / line, S / gcd(s, S))
     and the stride conflicts when ways * sets touched <= f32 lanes: the lines one vector of
     reads needs do not all fit in the sets they map to (s = 4 KiB here: one set of 8 lines)."""
@@ -344,11 +343,11 @@ def strided_read(op, target: Target) -> tuple[int, bool]:
         return 0, False
     stride = math.prod(source.shape[perm[inner[-1]] + 1:]) * ELEMENT_BYTES.get(source.dtype, 4)
     l1 = target.levels[-1]  # the innermost level: one core's
-    l1_bytes, ways = int(target.level_value(l1, "bytes")), int(target["chip.l1_ways"])
-    if stride < CACHE_LINE_BYTES or source.nbytes <= l1_bytes:
+    l1_bytes, ways, line = int(target.level_value(l1, "bytes")), int(target["chip.l1_ways"]), int(target["chip.l1_line_bytes"])
+    if stride < line or source.nbytes <= l1_bytes:
         return 0, False
     span = l1_bytes // max(ways, 1)
-    touched = min(span // CACHE_LINE_BYTES, span // math.gcd(stride, span))
+    touched = min(span // line, span // math.gcd(stride, span))
     return out.elements, ways * touched <= target["chip.f32_lanes"]
 
 

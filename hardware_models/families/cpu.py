@@ -91,7 +91,7 @@ XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused a
 CPU = register(Family(
     name="cpu", vendor="host", noun="CPU", representative="host-cpu",
     schema={
-        "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle", "l1_ways"),
+        "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle", "l1_ways", "l1_line_bytes"),
         "peak": ("f32_flop_per_s",),
         "fitted": ("gemm_f32_flop_per_s", "gemm_bf16_flop_per_s", "gemm_f16_flop_per_s", "xla_gemm_f32_flop_per_s",
                    # every function calibrate times, through every runtime: a file that lost one is refused

@@ -24,7 +24,8 @@ def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "4
     for i, (level, kind, size, shared, ways) in enumerate(caches):
         d = root / f"index{i}"
         d.mkdir(parents=True)
-        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared), ("ways_of_associativity", ways)):
+        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared), ("ways_of_associativity", ways),
+                            ("coherency_line_size", 64)):
             (d / name).write_text(f"{value}\n")
     return read_host(cpuinfo, meminfo, root)
 
@@ -32,8 +33,8 @@ def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "4
 def test_the_os_description_is_parsed_caches_innermost_first_instruction_cache_left_out(tmp_path):
     host = fake_machine(tmp_path)
     assert host.model == "Test CPU" and host.clock_hz == 2e9 and host.memory_bytes == 2**30
-    assert [(c.name, c.bytes, c.shared_by, c.ways) for c in host.caches] == [("l1d", 48 * 1024, 1, 12), ("l2", 2 * 2**20, 1, 16),
-                                                                             ("l3", 105 * 2**20, 56, 15)]
+    assert [(c.name, c.bytes, c.shared_by, c.ways, c.line) for c in host.caches] == [("l1d", 48 * 1024, 1, 12, 64), ("l2", 2 * 2**20, 1, 16, 64),
+                                                                                     ("l3", 105 * 2**20, 56, 15, 64)]
     assert host.f32_lanes == 8 and host.features == ("sse2", "avx", "avx2", "fma") and not host.missing
 
 
@@ -63,6 +64,8 @@ def test_rows_are_sized_from_the_caches_the_os_reports(tmp_path):
     # the shared L3 (105 MiB for 56 CPUs) is streamed at a quarter of it at most: others use it too
     l3 = [r for r in plan_rows(host) if r.level == "l3"]
     assert max(r.bytes for r in l3) <= 105 * 2**20 / 4 + 12 and min(r.bytes for r in l3) >= 105 * 2**20 / 16 - 12
+    # the transposed-read rows' strides: the L1's set span (48 KiB / 12 ways = 4 KiB) and one 64 B line more, in f32 elements
+    assert [r.size for r in plan_rows(host) if r.workload == "strided"] == [1024, 1040]
 
 
 CORES = 2  # the synthetic machine's cores
