@@ -488,7 +488,9 @@ from landscape.serve_cli import compare, landscape_map_command, predict  # noqa:
 
 from landscape.host_cli import calibrate, validate  # noqa: E402  (the commands that measure this machine)
 
-for _command in (predict, landscape_map_command, compare, calibrate, validate):
+from landscape.load_cli import serve  # noqa: E402  (serving under load)
+
+for _command in (predict, landscape_map_command, compare, calibrate, validate, serve):
     cli.add_command(_command)
 
 
