@@ -39,7 +39,10 @@ STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Gr
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def predict(model_name, target_name, chips, batch, input_len, output_len, precision, side, settings, allow_beyond_context,
             as_json) -> None:
-    """Predict how fast MODEL serves on a target: time to first token, decode steps, tokens/s.
+    """Predict how fast MODEL serves one static batch on a target: time to first token, decode steps, tokens/s.
+
+    A static batch: every sequence starts together and reserves its whole cache; `landscape serve`
+    simulates in-flight batching with a paged cache under a request stream.
 
     The model is lowered for the prefill of --input-len tokens and for a decode step at three
     cache lengths (the first, middle and last of the output); every graph is compiled and costed

@@ -30,8 +30,8 @@ def test_block_arithmetic_by_hand():
 
 
 def test_grids_cover_their_ends():
-    assert token_grid(8192) == (1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-    assert token_grid(100, (63, 65)) == (1, 4, 16, 63, 64, 65, 100)
+    assert token_grid(8192) == (1, 4, 16, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+    assert token_grid(100, (63, 65)) == (1, 4, 16, 63, 64, 65, 96, 100)
     assert batch_grid(256) == (1, 8, 64, 256) and batch_grid(1) == (1,)
 
 
