@@ -156,7 +156,7 @@ def serve(model_name, target_name, chips_text, concurrency, rate, trace_path, n_
     (render_capacity if slo else render_serving)(data)
 
 
-def _progress_bar(total: int):
+def _progress_bar():
     from rich.console import Console
     from rich.progress import Progress
 
@@ -168,7 +168,7 @@ def _progress_bar(total: int):
 def _simulate(model_name, target, workload, engine, side, precision, chips, warmup, stagger):
     from landscape.serve_load import deployment, serve
 
-    bar = _progress_bar(workload.requests)
+    bar = _progress_bar()
     with bar:
         task = bar.add_task("lowering and costing the step grid", total=workload.requests)
         placed = deployment(model_name, target, workload, engine, side=side, precision=precision, chips=chips)
@@ -184,7 +184,7 @@ def _simulate(model_name, target, workload, engine, side, precision, chips, warm
 def _capacity(model_name, target, workload, slo, engine, mode, caps, chips_list, side, precision, warmup):
     from landscape.serve_load import capacity
 
-    bar = _progress_bar(0)
+    bar = _progress_bar()
     best_overall, tried, deployments = None, [], []
     with bar:
         task = bar.add_task("searching", total=None)

@@ -5,7 +5,7 @@ inside functions) and hardware_models.serving. The Python API of `landscape serv
     from hardware_models.serving import EngineConfig, Workload, SLO
     deployment, result = serve("llama-3.1-8b", "h100", Workload(requests=2000, concurrency=64))
     result.summary["ttft_s"]["p90"], result.summary["tpot_s"]["mean"]
-    best, trials, deployment = capacity("llama-3.1-8b", "h100", Workload(requests=400), SLO(2.0, 0.05))
+    best, trials, placed, alone = capacity("llama-3.1-8b", "h100", Workload(requests=400), SLO(2.0, 0.05))
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def serve(model: str, target, workload: Workload, engine: EngineConfig = EngineC
 def capacity(model: str, target, workload: Workload, slo: SLO, engine: EngineConfig = EngineConfig(), *,
              mode: str = "rate", batch_caps: tuple[int, ...] | None = None, side: str = "jax", precision: str = "bf16",
              chips: int | None = None, warmup: int = 0, progress=None):
-    """(best trial or None, every trial, deployment): the highest load under `slo`
+    """(best trial or None, every trial, deployment, one request alone's summary): the highest load under `slo`
     (hardware_models.serving.capacity), over the batch caps (default: the engine's)."""
     from dataclasses import replace
 

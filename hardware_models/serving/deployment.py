@@ -88,8 +88,9 @@ def deploy(lower: Lower, target: Target, *, model: str, weight_bytes: int, token
                                    f"one KV head's share of the longest request's cache fills a {unit}; give shorter requests")
         top, bottom = kv_share(chips, kv_heads)
         room = usable - ceil_div(weight_bytes, chips)
-        cache_tokens = max(0, room) * bottom // (token_bytes * top) if room > 0 else 0
-    if cache_tokens < longest if engine.cache == "reserved" else cache_tokens < engine.block_tokens:
+        cache_tokens = room * bottom // (token_bytes * top) if room > 0 else 0
+    least = longest if engine.cache == "reserved" else engine.block_tokens  # one request's whole length, or one block
+    if cache_tokens < least:
         raise InvalidShape(target.name, "chips", chips,
                            f"the weights ({format_bytes(weight_bytes)}) leave room for {cache_tokens:,} tokens of cache on "
                            f"{plural(chips, unit)}, less than one request of {longest:,}; give more --chips")
