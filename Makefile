@@ -15,7 +15,11 @@ TORCHXLA_STAMP := $(TORCHXLA_VENV)/.installed-stamp
 PEERS_VENV := .venv-peers
 PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 
-.PHONY: setup scalesim torch-xla demo test test-core notebooks calibrate validate bench bench-peers mutation clean
+# NVIDIA's aiconfigurator (its own pins: pandas, its perf tables) for benchmarks/peers_load.py.
+PEERS_LOAD_VENV := .venv-peers-load
+PEERS_LOAD_STAMP := $(PEERS_LOAD_VENV)/.installed-stamp
+
+.PHONY: setup scalesim torch-xla demo test test-core notebooks calibrate validate bench bench-peers peers-load mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +104,16 @@ $(PEERS_STAMP):
 bench-peers: $(PEERS_STAMP)
 	@$(PEERS_VENV)/bin/python benchmarks/peers.py
 
+$(PEERS_LOAD_STAMP):
+	$(PYTHON) -m venv $(PEERS_LOAD_VENV)
+	$(PEERS_LOAD_VENV)/bin/python -m pip install --quiet --disable-pip-version-check aiconfigurator==0.12.0
+	touch $(PEERS_LOAD_STAMP)
+
+# aiconfigurator on the in-flight-batching rows, then the page and the README table regenerated.
+peers-load: $(PEERS_LOAD_STAMP) setup
+	$(PEERS_LOAD_VENV)/bin/python benchmarks/peers_load.py
+	$(BIN)/python benchmarks/serving_load.py --render
+
 # Mutation testing, not part of `make test` (about 13 minutes on 2 cores): mutmut mutates
 # hardware_models/cost/, hardware_models/passes/ and reference/tolerance.py ([tool.mutmut] in
 # pyproject.toml) and runs the tests that need neither PyTorch nor JAX against each mutant, under
@@ -116,4 +130,4 @@ mutation: setup $(MUTMUT_STAMP)
 	$(BIN)/python benchmarks/mutation_report.py --check 90
 
 clean:
-	rm -rf $(VENV) $(SCALESIM_VENV) $(TORCHXLA_VENV) $(PEERS_VENV) build *.egg-info .hypothesis mutants mutants.log
+	rm -rf $(VENV) $(SCALESIM_VENV) $(TORCHXLA_VENV) $(PEERS_VENV) $(PEERS_LOAD_VENV) build *.egg-info .hypothesis mutants mutants.log
