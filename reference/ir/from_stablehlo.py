@@ -351,6 +351,27 @@ def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
 
 
 _DIAGNOSTIC = re.compile(r":(\d+):(\d+): (.*)")
+_BOOL_HEX = re.compile(r'dense<"0x([0-9A-Fa-f]*)">(\s*:\s*tensor<((?:\d+x)*)i1>)')
+
+
+def _bools_byte_per_element(text: str) -> str:
+    """Dense i1 constants in hex rewritten to the storage jaxlib's MLIR reads: one byte per element.
+
+    MLIR used to store i1 elements packed, eight to a byte, least significant bit first (LLVM's
+    `setBit`); torch-xla 2.9's XLA still writes them so (`dense<"0x...">` of ceil(n / 8) bytes for n
+    elements: 128 bytes for a 2x2x16x16 cache mask), and today's MLIR, one byte per element, refuses
+    that size. A hex of n bytes is today's form and stays; ceil(n / 8) bytes (n > 1) are unpacked,
+    but for one byte 0x00 or 0xFF: a splat in both forms. Any other size is left for MLIR to refuse.
+    """
+    def unpack(match: re.Match) -> str:
+        data = bytes.fromhex(match.group(1)) if len(match.group(1)) % 2 == 0 else None
+        n = math.prod(int(d) for d in match.group(3).split("x") if d)
+        if data is None or n <= 1 or len(data) == n or len(data) != -(-n // 8) or (len(data) == 1 and data in (b"\x00", b"\xff")):
+            return match.group(0)
+        bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:n]
+        return f'dense<"0x{bits.tobytes().hex().upper()}">{match.group(2)}'
+
+    return _BOOL_HEX.sub(unpack, text) if "i1>" in text else text
 
 
 def parse_stablehlo(text: str) -> Module:
@@ -366,6 +387,7 @@ def parse_stablehlo(text: str) -> Module:
     except UnicodeEncodeError as err:
         raise MalformedIR(f"the text is not valid Unicode: {err.reason} at character {err.start}") from None
     check_text(text)
+    text = _bools_byte_per_element(text)
     ctx = make_context()
     reader = _Reader(ctx)
     with ctx:

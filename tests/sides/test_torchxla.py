@@ -20,6 +20,8 @@ import pytest
 
 from reference.catalogue import CATALOGUE
 from tests.shape_cases import SWEPT, mixed_shapes, themed_shapes
+
+KERNEL_NAMES = [n for n, e in CATALOGUE.items() if e.kind == "kernel"]
 from torchxla_side import available, unavailable_reason
 
 # One worker runs this module (`make test` distributes by --dist loadgroup): its module fixtures
@@ -122,6 +124,65 @@ def test_every_kernel_lowers_with_no_unknown_op_and_the_same_contractions(kernel
         mlir = lower_entry(name, get_entry(name).resolve({}), "bfloat16")
         assert contraction_flops(xla.module) == contraction_flops(mlir.module), name
         assert stats.param_bytes == module_stats(mlir.module, mlir.param_args).param_bytes, name
+
+
+MODED = [n for n in KERNEL_NAMES if any(p.name == "mode" for p in CATALOGUE[n].params)]
+ODD_JOBS = [(n, themed_shapes(n, 65)) for n in KERNEL_NAMES] + [
+    (n, {"mode": "decode", **extra}) for n in MODED for extra in ({}, {"seq": 1}, {"seq": 65})]
+
+
+@pytest.fixture(scope="module")
+def odd_lowerings():
+    """Every kernel at odd sizes (65), and each one with a mode as one decode step at its default
+    cache length, at 1 and at 65 (a boolean cache mask torch-xla writes as packed bits), in bfloat16
+    and float32: one driver call."""
+    from reference.catalogue import get_entry
+    from torchxla_side.lower import _lowerings
+
+    jobs = [{"kind": "lower", "name": n, "shapes": get_entry(n).resolve(shapes), "dtype": dtype, "part": None}
+            for n, shapes in ODD_JOBS for dtype in ("bfloat16", "float32")]
+    return list(zip([(n, shapes, dtype) for n, shapes in ODD_JOBS for dtype in ("bfloat16", "float32")],
+                    _lowerings("odd", jobs)))
+
+
+@needs_venv
+@pytest.mark.torch
+def test_odd_sizes_and_decode_steps_import_and_compute_what_torch_mlir_computes(odd_lowerings):
+    """Property: every such program imports with no op unknown, and where it carries a mode our
+    interpreter runs it to exactly what it runs torch-mlir's program of the same module to, on
+    the same seeded arguments (matched by name: torch-xla orders the caches its own way), so the
+    unpacked mask selects the same cache position."""
+    import numpy as np
+
+    from pytorch_side.lower import lower_entry
+    from reference.catalogue import get_entry
+    from reference.ir.counters import module_stats
+    from reference.ir.interpret import arguments_for, run_module, seeded_arguments
+
+    for (name, shapes, dtype), xla in odd_lowerings:
+        assert not module_stats(xla.module, xla.param_args).unknown_ops, (name, shapes, dtype)
+        if shapes.get("mode") != "decode" or dtype != "float32":
+            continue
+        mlir = lower_entry(name, get_entry(name).resolve(shapes), dtype)
+        args = seeded_arguments(mlir.module, 3)
+        want = run_module(mlir.module, args)
+        named = dict(zip(mlir.module.main.arg_names, args))
+        got = run_module(xla.module, arguments_for(xla.module, named))
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5, err_msg=f"{name} {shapes}")
+
+
+@needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+def test_compare_all_sides_takes_a_decode_step(capsys):
+    """The reported failure: `compare block --sides all` (its decode step's mask a packed i1 constant)."""
+    from landscape.cli import main
+
+    assert main(["compare", "block", "--sides", "all", "--phase", "decode", "--json"]) == 0
+    (result,) = json.loads(capsys.readouterr().out)["comparisons"]
+    assert result["sides"] == ["torch", "jax", "torch-xla"]
+    assert all("time_s" in r for r in result["results"])
 
 
 @needs_venv

@@ -113,3 +113,47 @@ def test_verify_checks_every_calls_argument_types_against_its_callee():
     bad = dataclasses.replace(good, functions=tuple(bad_main if f.name == "main" else f for f in good.functions))
     with pytest.raises(MalformedIR, match=r"call @block passes %\w+ : .*bf16.* as argument 1"):
         verify(bad)
+
+
+def _bool_constant(literal: str, shape: tuple[int, ...]):
+    """The constant's elements, as the importer keeps them (a bool splat too: Op.data)."""
+    dims = "x".join(map(str, shape)) + "x" if shape else ""
+    text = (f"func.func @main() -> tensor<{dims}i1> {{\n  %0 = stablehlo.constant dense<{literal}> : tensor<{dims}i1>\n"
+            f"  return %0 : tensor<{dims}i1>\n}}")
+    (op,) = [o for o in parse_stablehlo(text).main.ops if o.short_name == "constant"]
+    return op.data
+
+
+@pytest.mark.parametrize("n", [1, 9, 63, 65, 129])
+def test_dense_boolean_constants_read_in_every_encoding(n):
+    """A rule of MLIR's text: an i1 constant may be a splat, a list, hex of one byte per element
+    (today's storage), or hex of bits packed eight to a byte, least significant first (the older
+    storage torch-xla 2.9 writes: a 2x2x16x16 cache mask as 128 bytes). Each reads as the same
+    elements, at odd sizes; the packed bits are unpacked in element order."""
+    import numpy as np
+
+    want = (np.arange(n) % 3 == 0) | (np.arange(n) == n - 1)
+    listed = "[" + ", ".join("true" if v else "false" for v in want) + "]"
+    per_byte = '"0x' + want.astype(np.uint8).tobytes().hex() + '"'
+    packed = '"0x' + np.packbits(want, bitorder="little").tobytes().hex().upper() + '"'
+    for literal in (listed, per_byte) + ((packed,) if n > 1 else ()):
+        got = _bool_constant(literal, (n,))
+        assert got.dtype == np.bool_ and got.tolist() == want.tolist(), literal
+    assert _bool_constant("true", (n,)).tolist() == [True] * n
+    if n > 1:  # one byte 0xFF is a splat in both storages: every element true
+        assert _bool_constant('"0xFF"', (n,)).tolist() == [True] * n
+
+
+def test_packed_boolean_constant_of_a_cache_mask_keeps_its_shape():
+    """torch-xla's decode-step mask: true at one cache position (15 of 16) across every head dim."""
+    import numpy as np
+
+    want = np.zeros((2, 2, 16, 16), bool)
+    want[:, :, 15, :] = True
+    got = _bool_constant('"0x' + np.packbits(want.ravel(), bitorder="little").tobytes().hex().upper() + '"', want.shape)
+    assert got.shape == want.shape and (got == want).all()
+
+
+def test_boolean_hex_of_neither_size_is_refused_by_name():
+    with pytest.raises(MalformedIR, match="hex data size is invalid"):
+        _bool_constant('"0x0102030405"', (65,))
