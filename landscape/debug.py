@@ -28,6 +28,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,15 +94,16 @@ def _from_file(path: str, seed: int = 0) -> Program:
     check_trace_memory(lowering.module, path)
     stored = Path(path).with_suffix(".npz")
     if stored.is_file():
-        try:
-            with np.load(stored, allow_pickle=False) as data:
-                missing = [f"arg{i}" for i in range(len(main.args)) if f"arg{i}" not in data.files]
-                if missing:
-                    raise MalformedInput(f"{stored}: no array {', '.join(missing)}; it needs arg0..arg{len(main.args) - 1}, "
-                                         f"one per argument of @main")
-                args = [data[f"arg{i}"] for i in range(len(main.args))]
-        except (OSError, ValueError, EOFError) as err:
+        try:  # a truncated or corrupt archive fails in zipfile or zlib, at opening or at reading one array
+            with stored.open("rb") as f, np.load(f, allow_pickle=False) as data:  # f: closed even when np.load fails
+                names = set(data.files)
+                args = [data[f"arg{i}"] for i in range(len(main.args)) if f"arg{i}" in names]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
             raise MalformedInput(f"{stored}: not a readable .npz of plain arrays ({type(err).__name__}: {err})") from None
+        missing = [f"arg{i}" for i in range(len(main.args)) if f"arg{i}" not in names]
+        if missing:
+            raise MalformedInput(f"{stored}: no array {', '.join(missing)}; it needs arg0..arg{len(main.args) - 1}, "
+                                 f"one per argument of @main")
         for i, (a, (name, t)) in enumerate(zip(args, main.args)):
             if tuple(a.shape) != t.shape or a.dtype.kind not in "biuf":
                 raise MalformedInput(f"{stored}: arg{i} is {a.dtype}{list(a.shape)}; {name} of @main is {t}")

@@ -212,6 +212,29 @@ WHILE = """func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
+@pytest.mark.parametrize("damage", ["cut 30", "cut 200", "cut half", "flip"])
+def test_a_damaged_npz_beside_the_file_is_one_line(tmp_path, capsys, damage):
+    """A truncated archive (its central directory gone, or its data) or a corrupt compressed one:
+    one line naming the file, exit 2, no traceback."""
+    import numpy as np
+
+    from landscape.cli import main
+
+    program = tmp_path / "loop.mlir"
+    program.write_text(WHILE)
+    npz = tmp_path / "loop.npz"
+    np.savez_compressed(npz, arg0=np.arange(4, dtype=np.float32))
+    data = bytearray(npz.read_bytes())
+    if damage == "flip":
+        data[60:64] = bytes(b ^ 0xFF for b in data[60:64])
+    else:
+        data = data[: len(data) // 2 if damage == "cut half" else len(data) - int(damage.split()[1])]
+    npz.write_bytes(bytes(data))
+    assert main(["debug", "--from-file", str(program)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "loop.npz: not a readable .npz" in err[0] and "Traceback" not in err[0]
+
+
 def test_hostile_files_and_arguments(tmp_path, monkeypatch):
     """A loop body reading values from outside runs (and raises no false alarm on any family: teacher
     forcing stops at loops); an endless loop, a bad .npz, a bad side or seed are one-line errors;
