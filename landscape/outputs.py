@@ -307,8 +307,16 @@ class OutputDir:
             final.parent.mkdir(parents=True, exist_ok=True)
             os.rename(self.staging, final)
             return
-        # A folder with other files in it: first make it stop looking complete, then remove what our
-        # previous run wrote, then move the new files in, the report and the manifest last.
+        # A folder with other files in it: a file of the user's where the report writes one is refused
+        # (only files an earlier run wrote, by its manifest, and the report's own two are replaced);
+        # then make it stop looking complete, remove what our previous run wrote, move the new files
+        # in, the report and the manifest last.
+        ours = {*(self.previous or []), *REPORT_LAST, MANIFEST}
+        theirs = [f for f in files if f not in ours and ((final / f).exists() or (final / f).is_symlink())]
+        if theirs:
+            shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
+            raise BadOutput(f"{self.option} {self.path}: {shown} is not a file an earlier run wrote (not in "
+                            f"{MANIFEST}), and this report writes one there; move it or choose another folder")
         for name in (MANIFEST, *REPORT_LAST, *(self.previous or [])):
             target = final / name
             if target.is_file() or target.is_symlink():

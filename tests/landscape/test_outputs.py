@@ -106,6 +106,31 @@ def test_force_replaces_only_our_files_and_removes_stale_ones(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
 
+@pytest.mark.parametrize("manifest", [False, True])
+def test_force_refuses_a_users_file_where_the_report_writes_one(tmp_path, manifest):
+    """`compare --out DIR --force` overwrote a user's hlo/jax.ir.txt in a folder whose report had no
+    manifest. --force replaces only what an earlier run wrote (its manifest, and the report's own
+    report.json and report.html); a user's file at a colliding path is refused by name, and
+    nothing in the folder changes."""
+    out = tmp_path / "out"
+    with OutputDir(out) as target:
+        target.write(_report)
+    if not manifest:
+        (out / MANIFEST).unlink()
+    (out / "hlo").mkdir()
+    (out / "hlo" / "jax.ir.txt").write_text("the user's own IR")
+    before = {p: (out / p).read_text() for p in _files(out)}
+    with pytest.raises(BadOutput, match=r"hlo/jax\.ir\.txt is not a file an earlier run wrote"):
+        with OutputDir(out, force=True) as target:
+            target.write(lambda root: _report(root, ("report.json", "report.html", "hlo/jax.ir.txt")))
+    assert {p: (out / p).read_text() for p in _files(out)} == before
+    assert sorted(os.listdir(tmp_path)) == ["out"]
+    with OutputDir(out, force=True) as target:  # a report that does not collide replaces the earlier one
+        target.write(lambda root: _report(root, ("report.json", "report.html", "traces/h100.json")))
+    assert (out / "hlo" / "jax.ir.txt").read_text() == "the user's own IR"
+    assert (out / "report.json").read_text() == "new report.json"
+
+
 def test_an_interrupted_run_leaves_no_partial_folder_and_the_earlier_report_intact(tmp_path):
     out = tmp_path / "out"
     with OutputDir(out) as target:
