@@ -134,7 +134,7 @@ class Target:
         for key, value in overrides.items():
             if key not in quantities:
                 raise UnknownName(f"quantity of {self.name}", key, quantities)
-            problem = domain_problem(key, value)
+            problem = domain_problem(key, value) or override_problem(key, value, quantities[key].value)
             if problem:
                 raise BadTargetFile("--set", key, problem)
             quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
@@ -225,6 +225,16 @@ POSITIVE_RANGE = (1e-12, 1e21)
 FRACTION_RANGE = (1e-6, 1.0)
 SIZE_RANGE = (1.0, 1e21)
 MAX_COUNT = 1e12
+# A granule (a stick, a cache line, an MMA or MXU edge, a vreg's sublanes) is a power of two: the
+# hardware addresses it by bits (Spyre's 128-byte stick; a 64-byte line). One in bytes holds at
+# least one element of the widest type, 8 bytes (Spyre's 65-element clone bug class: a stick of 3
+# bytes holds no element, and the element count per stick divides by zero).
+GRANULES = ("stick_bytes", "line_bytes", "mma_m", "mma_k_bytes", "mxu_rows", "mxu_cols", "vpu_sublanes")
+MIN_GRANULE_BYTES = 8
+# An override of a count stays within this factor of the target's own value (900,000 PEs take
+# 879 to 921 million; 32 cores 1 to 32,768): a what-if of the same kind of chip, not one PE
+# holding a model or a billion cores (issue: both answered with numbers).
+COUNT_OVERRIDE_FACTOR = 1024
 
 
 def domain(key: str) -> str:
@@ -253,9 +263,25 @@ def domain_problem(key: str, value: object) -> str | None:
         return f"a memory size lies in [1, {SIZE_RANGE[1]:g}] bytes, got {value!r}"
     if kind == "count" and (value != int(value) or value > MAX_COUNT):
         return f"a count is a whole number in [1, {MAX_COUNT:g}], got {value!r}"
+    name = key.rsplit(".", 1)[-1]
+    if name.endswith(GRANULES):
+        least = MIN_GRANULE_BYTES if name.endswith("bytes") else 1
+        if value != int(value) or int(value) & (int(value) - 1) or value < least:
+            return f"a granule is a power of two{f' of at least {least} bytes' if least > 1 else ''}, got {value:g}"
     lo, hi = POSITIVE_RANGE
     if kind == "positive" and not lo <= value <= hi:
         return f"a rate, size or time lies in [{lo:g}, {hi:g}], got {value!r}"
+    return None
+
+
+def override_problem(key: str, value: float, own: float) -> str | None:
+    """Why an override of `key` (the target's own value `own`) leaves the hardware's plausible
+    range, or None: a count within COUNT_OVERRIDE_FACTOR of its own value."""
+    if domain(key) != "count":
+        return None
+    lo, hi = max(1, math.ceil(own / COUNT_OVERRIDE_FACTOR)), own * COUNT_OVERRIDE_FACTOR
+    if not lo <= value <= hi:
+        return f"a count within {COUNT_OVERRIDE_FACTOR}x of this target's {own:g} lies in [{lo:g}, {hi:g}], got {value:g}"
     return None
 
 

@@ -162,6 +162,28 @@ def test_set_refuses_a_value_outside_the_quantitys_domain(key, value, needle):
         get_target("h100").with_overrides({key: value})
 
 
+@pytest.mark.parametrize("target, key, value, needle", [
+    ("wse-3", "chip.pes", 1, r"within 1024x of this target's 900000 lies in \[879, "),  # one PE answered with numbers
+    ("spyre", "chip.cores", 1e9, r"lies in \[1, 32768\], got 1e\+09"),               # a billion cores did too
+    ("spyre", "chip.stick_bytes", 3, "power of two of at least 8 bytes, got 3"),        # was a ZeroDivisionError
+    ("spyre", "chip.stick_bytes", 4, "at least 8 bytes"),       # a stick narrower than an f64 holds none
+    ("tpu-v5e", "chip.mxu_rows", 100, "power of two, got 100"),
+    ("h100", "chip.mma_k_bytes", 48, "power of two"),
+])
+def test_set_refuses_a_knob_outside_the_hardwares_plausible_range(target, key, value, needle):
+    """A rule of the hardware: a count stays within 1024x of the chip's own (a what-if of the same
+    kind of chip), and a granule (stick, line, MMA or MXU edge) is a power of two."""
+    with pytest.raises(BadTargetFile, match=needle):
+        get_target(target).with_overrides({key: value})
+
+
+@pytest.mark.parametrize("target, key, value", [("wse-3", "chip.pes", 879), ("spyre", "chip.cores", 1),
+                                                ("spyre", "chip.cores", 32768), ("spyre", "chip.stick_bytes", 8),
+                                                ("tpu-v5e", "chip.mxu_rows", 256)])
+def test_set_takes_a_knob_at_the_edges_of_its_range(target, key, value):
+    assert get_target(target).with_overrides({key: value})[key] == value
+
+
 def test_every_quantity_of_every_target_file_lies_in_its_domain():
     from hardware_models.target import domain, domain_problem
 
