@@ -82,6 +82,13 @@ class HostCpu:
         """The innermost cache's line in bytes (0 when unknown)."""
         return self.caches[0].line if self.caches else 0
 
+    @property
+    def summary(self) -> str:
+        """What a host-cpu target file's description says of its machine: the CPU model, the cores
+        and the vector extensions (hardware_models/host_calibration.py writes it; a machine whose
+        summary differs is another machine)."""
+        return f"{self.model} ({self.cores} cores, {' '.join(self.features)})"
+
     def describe(self) -> str:
         caches = ", ".join(f"{c.name.upper()} {c.bytes // 1024} KiB" + (f" x{self.cores // c.shared_by}" if self.cores // c.shared_by > 1 else "")
                            for c in self.caches)

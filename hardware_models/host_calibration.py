@@ -546,7 +546,7 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         f"# The host CPU, calibrated by `landscape calibrate host-cpu` on {when}.",
         f"# {host.describe()}",
         f"# Fitted (F) values cite the rows of {rows_file} (hardware_models/host_calibration.py: the formulas).",
-        "schema = 1", f'name = "{name}"', 'family = "cpu"', f'description = "{host.model} ({host.cores} cores, {" ".join(host.features)})"',
+        "schema = 1", f'name = "{name}"', 'family = "cpu"', f'description = "{host.summary}"',
         "", "[chip]",
         f"cores = {_q(host.cores, 'P os.sched_getaffinity', 'the CPUs this process may use')}",
         f"clock_hz = {_q(host.clock_hz, 'P /proc/cpuinfo cpu MHz', 'a reading: boost and power states move it')}",

@@ -26,6 +26,7 @@ import ast
 import functools
 import math
 import operator
+import os
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -421,6 +422,19 @@ def load_targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
 
 
 def get_target(name: str) -> Target:
+    """A packaged target by name, or a target file of the user's by path (a name ending in .toml or
+    holding a /: the file `landscape calibrate host-cpu` writes works so, uncopied).
+
+    Raises:
+        UnknownName: no such packaged target.
+        BadTargetFile: a path that is no file, or a file that is not a valid target.
+    """
+    if name.endswith(".toml") or "/" in name or os.sep in name:
+        path = Path(name)
+        if not path.is_file():
+            raise BadTargetFile(path, None, f"{'is a folder' if path.is_dir() else 'no such file'}; give a target "
+                                f"file (.toml) or a packaged target: {', '.join(load_targets())}")
+        return load_target_file(path)
     targets = load_targets()
     if name not in targets:
         raise UnknownName("target", name, targets)

@@ -50,8 +50,9 @@ def check_machine(target) -> str:
     from hardware_models.host import read_host
 
     host = read_host()
-    cores = int(target["chip.cores"])
-    if target.description.startswith(host.model) and cores == host.cores:
+    if target.description == host.summary:
         return ""
-    return (f"note: {target.path} describes {target.description}; this machine is {host.describe()}. "
-            "Its rates were measured there: run `landscape calibrate host-cpu` and pass --target-file.")
+    return (f"note: {target.path} was calibrated on {target.description}; this machine is {host.summary}. "
+            "Its rates were measured there and may be several times off here: run `landscape calibrate host-cpu`, "
+            "then give the file it writes (out/calibration/host-cpu.toml) as --target-file, or as --target to "
+            "estimate, predict and serve.")

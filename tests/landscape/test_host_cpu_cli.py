@@ -148,3 +148,47 @@ def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
     one, two = (compiled_seconds(ir, t, "inductor", graphs) for graphs in (1, 2))
     assert two.overhead_s - one.overhead_s == pytest.approx(call_overhead_s(t, "inductor", loops_only=True))
     assert two.work_s == one.work_s
+
+
+def _machine(model: str, flags: str):
+    from hardware_models.host import HostCpu
+
+    return HostCpu(model=model, machine="x86_64", cores=2, clock_hz=2e9, memory_bytes=2**30, flags=frozenset(flags.split()))
+
+
+@pytest.mark.parametrize("model, flags, differs", [
+    ("AMD EPYC", "sse2 avx avx2 fma f16c avx512f avx512_bf16", False),          # the file's own machine
+    ("Intel(R) Xeon(R) Platinum 8480+", "sse2 avx avx2 fma f16c avx512f avx512_bf16 amx_tile", True),  # AMX: 8-16x off
+    ("AMD EPYC", "sse2 avx avx2 fma f16c", True),                                # the same name, no AVX-512
+])
+def test_estimate_on_host_cpu_says_when_this_machine_is_not_the_calibrated_one(model, flags, differs, tmp_path, monkeypatch, capsys):
+    """The committed host-cpu file describes the CPU it was calibrated on (model, cores, vector
+    extensions); `estimate --target host-cpu` on another says so on stderr, naming both and the
+    remedy, whose file then works as --target with no copying."""
+    text = (Path(__file__).resolve().parents[2] / "hardware_models" / "targets" / "host-cpu.toml").read_text()
+    mine = tmp_path / "host-cpu.toml"
+    mine.write_text("\n".join(ln if not ln.startswith("description =") else
+                              'description = "AMD EPYC (2 cores, sse2 avx avx2 fma f16c avx512f avx512_bf16)"'
+                              for ln in text.splitlines()) + "\n")
+    monkeypatch.setattr("hardware_models.host.read_host", lambda *a, **k: _machine(model, flags))
+    assert main(["estimate", "matmul", "--target", str(mine), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["target"] == "host-cpu"
+    notes = [ln for ln in captured.err.splitlines() if ln.startswith("note:")]
+    if not differs:
+        assert not notes
+        return
+    (note,) = notes
+    assert f"this machine is {model} (2 cores, {flags})" in note and "landscape calibrate host-cpu" in note
+    assert "calibrated on AMD EPYC (2 cores, sse2 avx avx2 fma f16c avx512f avx512_bf16)" in note
+
+
+@pytest.mark.parametrize("path, needle", [("nope.toml", "no such file"), ("folder/", "is a folder"),
+                                          ("bad.toml", "field 'schema': missing")])
+def test_a_target_path_that_is_not_a_target_file_is_one_line(path, needle, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "bad.toml").write_text("x = 1\n")
+    assert main(["estimate", "matmul", "--target", path]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
