@@ -155,10 +155,11 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     if csv_path is not None:
         check_output_file(csv_path, "--csv")
     target = _host_target(target_file) if target_file is not None else get_target("host-cpu")
-    from landscape.host_render import check_machine, render_drift, render_rows, rows_csv
+    from hardware_models.families.cpu import machine_note
+    from landscape.host_render import render_drift, render_rows, rows_csv
     from landscape.host_validate import drift, summary, validate as run
 
-    note = check_machine(target)
+    note = machine_note(target)
     if note and not as_json:
         click.echo(note, err=True)
     if not as_json:  # the rows come all at once, after PASSES sweeps over them (host_validate.validate)

@@ -44,15 +44,3 @@ def rows_csv(rows: list[Row]) -> str:
                          "predicted_s": f"{r.predicted_s:.6e}", "error": f"{r.error:+.4f}"})
     return buffer.getvalue()
 
-
-def check_machine(target) -> str:
-    """A note when the target file was calibrated on another CPU than this one ('' when it matches)."""
-    from hardware_models.host import read_host
-
-    host = read_host()
-    if target.description == host.summary:
-        return ""
-    return (f"note: {target.path} was calibrated on {target.description}; this machine is {host.summary}. "
-            "Its rates were measured there and may be several times off here: run `landscape calibrate host-cpu`, "
-            "then give the file it writes (out/calibration/host-cpu.toml) as --target-file, or as --target to "
-            "estimate, predict and serve.")

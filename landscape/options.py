@@ -140,14 +140,12 @@ def load_target(name: str, settings: tuple[str, ...] = ()):
 
     overrides = parse_settings(settings)
     target = get_target(name)
-    if target.family == "cpu":  # calibrated on one machine: say so where it is read on another
+    caveat = target.family_record.caveat
+    note = caveat(target) if caveat else ""
+    if note:  # e.g. the host CPU's file, calibrated on another machine than this one
         import click
 
-        from landscape.host_render import check_machine
-
-        note = check_machine(target)
-        if note:
-            click.echo(note, err=True)
+        click.echo(note, err=True)
     return target.with_overrides(overrides) if overrides else target
 
 

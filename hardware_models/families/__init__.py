@@ -42,6 +42,8 @@ class Family:
     scheduled:      the compiler fixes every op's cycle (the plan has a schedule to trace)
     off_chip:       target -> (what it is called, bytes/s): the map's off-chip bandwidth row
     chip_unit:      what `--chips` counts on it ("chip"; "wafer" on Cerebras)
+    caveat:         target -> a note for whoever reads a prediction from the file ('' when none):
+                    the host CPU's, when the file was calibrated on another machine
     """
 
     name: str
@@ -59,6 +61,7 @@ class Family:
     scheduled: bool = False
     optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
     chip_unit: str = "chip"
+    caveat: Callable | None = None
 
     def describe(self, target_description: str = "") -> str:
         """"NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""

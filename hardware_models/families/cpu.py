@@ -88,6 +88,19 @@ def _pipeline(rules, attention: bool):
 # (host_runtime.compiled_seconds compiles a program for the xla runtime with it).
 XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused attention: dots and softmax loops
 
+def machine_note(target: Target) -> str:
+    """A note when the target file was calibrated on another CPU than this one ('' when it matches)."""
+    from hardware_models.host import read_host
+
+    host = read_host()
+    if target.description == host.summary:
+        return ""
+    return (f"note: {target.path} was calibrated on {target.description}; this machine is {host.summary}. "
+            "Its rates were measured there and may be several times off here: run `landscape calibrate host-cpu`, "
+            "then give the file it writes (out/calibration/host-cpu.toml) as --target-file, or as --target to "
+            "estimate, predict and serve.")
+
+
 CPU = register(Family(
     name="cpu", vendor="host", noun="CPU", representative="host-cpu",
     schema={
@@ -116,4 +129,5 @@ CPU = register(Family(
     peak_16bit=lambda t: gemm_rate(t, "bf16"),
     off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),
     tiling=cpu_tiling,
+    caveat=machine_note,
 ))
