@@ -50,6 +50,10 @@ class Captured:
     jaxpr: object
     lowering: Lowering
 
+    @property
+    def ops(self) -> list[tuple[str, str, str]]:
+        return graph_ops(self.jaxpr)
+
     def arguments(self, case: Case) -> list[np.ndarray]:
         """The IR's arguments for `case`: the state's leaves, then the inputs in the JAX layout."""
         return [np.asarray(v) for v in jax.tree.leaves(self.state)] + _layout(case)[0]
@@ -66,6 +70,39 @@ class Captured:
         leaves = jax.tree.leaves((self.state, *inputs))
         out = jax.core.eval_jaxpr(self.jaxpr.jaxpr, self.jaxpr.consts, *leaves)
         return _back(tuple(out), out_perm)
+
+
+def graph_ops(jaxpr) -> list[tuple[str, str, str]]:
+    """The equations of a closed jaxpr, in order: (primitive, the user's file:line, its code),
+    from each equation's source info (the innermost frame outside JAX)."""
+    import linecache
+
+    from jax._src import source_info_util
+
+    ops = []
+    for eqn in jaxpr.jaxpr.eqns:
+        name = eqn.primitive.name + (f"[{eqn.params['name']}]" if isinstance(eqn.params.get("name"), str) else "")
+        frame = source_info_util.user_frame(eqn.source_info.traceback)
+        if frame is None:
+            ops.append((name, "", ""))
+        else:
+            code = linecache.getline(frame.file_name, frame.start_line).strip()
+            ops.append((name, f"{frame.file_name.rsplit('/', 1)[-1]}:{frame.start_line}", code))
+    return ops
+
+
+def recapture_ops(case: Case, fn=None) -> list[tuple[str, str, str]]:
+    """Trace the case's function once more (a jax.jit retrace, without lowering): its ops (graph_ops).
+
+    Raises:
+        CaptureFailed: as `capture`.
+    """
+    pure, state = _pure(module_for(case, fn))
+    inputs, _ = _layout(case)
+    try:
+        return graph_ops(jax.make_jaxpr(pure)(state, *inputs))
+    except Exception as err:  # noqa: BLE001 - every trace failure is explained in one line
+        raise CaptureFailed.from_exception(err, "jax.jit's trace") from err
 
 
 def module_for(case: Case, fn=None):

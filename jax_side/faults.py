@@ -1,8 +1,9 @@
-"""The course's framework bugs on the JAX side, as functions the debugger plants
+"""The course's three framework bugs on the JAX side, as functions the debugger plants
 (reference.faults): each replaces the catalogue's softmax."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 
 
@@ -20,7 +21,18 @@ def softmax_with_host_sync(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", softmax_without_max), "host-sync": ("softmax", softmax_with_host_sync)}
+def softmax_with_shape_branch(x):
+    """shape-branch: a row whose length is a multiple of 8 takes a vectorized max (the row as
+    groups of 8); any other length, jax.nn.softmax. Both are right; a trace keeps one."""
+    if x.shape[-1] % 8 == 0:
+        peak = x.reshape(*x.shape[:-1], -1, 8).max(axis=-1).max(axis=-1, keepdims=True)
+        e = jnp.exp(x - peak)
+        return e / e.sum(axis=-1, keepdims=True)
+    return jax.nn.softmax(x, axis=-1)
+
+
+FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", softmax_without_max), "host-sync": ("softmax", softmax_with_host_sync),
+                    "shape-branch": ("softmax", softmax_with_shape_branch)}
 
 
 def planted_module(fault: str, entry: str):

@@ -20,7 +20,9 @@ First divergence:
        --from-file` runs again; where the origin is an op of main, also the program shrunk to
        end at that op (reference.ir.shrink).
 A divergence in R1 is located in the lowered program by teacher-forcing it in its own dtype
-against its float64 twin; a capture failure (R2) names the user's line.
+against its float64 twin; a capture failure (R2) names the user's line, and so does a capture
+that holds one branch of a shape-dependent `if` (the graph captured again at a second shape,
+second_shapes, has other ops: _recapture).
 """
 
 from __future__ import annotations
@@ -333,6 +335,7 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     replay = captured.replay(fresh)
     r2 = Rung("R2", *measure(replay, captured.eager(fresh), bound),
               note="replayed on fresh inputs (seed + 1) against R1 on the same inputs")
+    _recapture(finding, r2, entry, resolved, dtype, seed, captured, planted, sidemod)
     finding.rungs.append(r2)
     out_perm = sidemod.LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
     program = Program(entry.name, side, dtype, captured.lowering, captured.arguments(case), reference, out_perm, case, captured,
@@ -343,6 +346,70 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     elif not r2.ok:
         finding.first = "R2"
     return program
+
+
+def second_shapes(entry, shapes: dict) -> dict | None:
+    """The shapes R2 captures forward at once more: each extent parameter one step (its multiple)
+    larger, as many as the entry accepts together. Kept as they are: choices, counts (a bump that
+    adds or removes tensors: layers, experts), parameters that size no tensor (a top-k, a window),
+    and extents of 1 (broadcasting specializes a unit axis in every framework, by design). None
+    when nothing can change."""
+    from reference.errors import LandscapeError
+
+    base = entry.tensor_shapes(shapes)
+    out = dict(shapes)
+    for p in entry.params:
+        value = out[p.name]
+        if p.choices or not isinstance(value, int) or value == 1:
+            continue
+        trial = {**out, p.name: value + p.multiple_of}
+        try:
+            trial = entry.resolve(trial)
+        except LandscapeError:
+            continue
+        now, grown = entry.tensor_shapes(out), entry.tensor_shapes(trial)
+        if set(grown) != set(base) or grown == now or any(len(grown[k]) != len(now[k]) for k in now):
+            continue
+        out = trial
+    return out if out != dict(shapes) else None
+
+
+def _recapture(finding: Finding, r2: Rung, entry, shapes, dtype, seed, captured, planted, sidemod) -> None:
+    """R2's second question: captured again at a second shape (second_shapes), is the graph the
+    same program? Its ops, in order, must be the same ops (their shapes aside). A graph whose ops
+    change took a branch on a shape at capture: the graph captured first holds that branch only
+    (torch.export specializes it and guards the shape; a jax.jit retrace builds another graph)."""
+    from reference.errors import LandscapeError
+    from reference.inputs import make_case
+
+    second = second_shapes(entry, shapes)
+    if second is None:
+        return
+    label = ", ".join(f"{k}={v}" for k, v in second.items() if v != shapes[k])
+    at = ", ".join(f"{k}={shapes[k]}" for k, v in second.items() if v != shapes[k])
+    case = make_case(entry, second, dtype, seed)
+    try:
+        again = sidemod.recapture_ops(case, sidemod.module_for(case, planted))
+    except LandscapeError as err:
+        r2.note += f"; not captured again at {label}: {str(err).splitlines()[0]}"
+        return
+    first = captured.ops
+    names = [op for op, _, _ in first], [op for op, _, _ in again]
+    if names[0] == names[1]:
+        r2.note += f"; captured again at {label}: the same {len(first)} op{'' if len(first) == 1 else 's'}"
+        return
+    i = next((k for k, (a, b) in enumerate(zip(*names)) if a != b), min(map(len, names)))
+    r2.ops_differ = max(map(len, names)) - i
+    op, line, code = first[i] if i < len(first) else again[i]
+    where = f"{line} `{code}`" if line else "no source line"
+    was = first[i][0] if i < len(first) else "nothing (the graph ends)"
+    now = again[i][0] if i < len(again) else "nothing (the graph ends)"
+    finding.specialized = (f"captured again at {label} (was {at}), the graph changes at its op {i + 1}: {was} there, {now} here, "
+                           f"from {where}: forward branches on a shape, and the graph captured at {at} holds only the branch "
+                           "taken there; branch with torch.where/jnp.where or torch.cond/lax.cond, or capture one graph per shape")
+    r2.note += f"; captured again at {label}, {r2.ops_differ} of its ops differ"
+    finding.origin = OpSite(line or "?", "the user's line", source=code)
+    finding.reaches_output = None
 
 
 def _site(module, key: str) -> OpSite:

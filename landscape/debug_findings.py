@@ -66,6 +66,7 @@ class Finding:
     capture_error: str = ""
     not_planted: list[str] = field(default_factory=list)
     shrunk: str = ""
+    specialized: str = ""  # R2: the graph captured at a second shape is another program (landscape.debug._recapture)
     accumulated: bool = False  # no op differs when fed the rung below's inputs: the origin is where it first shows
 
     @property
@@ -87,6 +88,7 @@ class Finding:
                 "layer": self.layer, "origin": site(self.origin), "manifests": [site(m) for m in self.manifests],
                 "reaches_output": self.reaches_output, "bisect": self.bisect, "noise_floor": self.noise_floor,
                 "events": self.events, "repro": self.repro, "shrunk_repro": self.shrunk, "accumulated": self.accumulated, "capture_error": self.capture_error,
+                "specialized": self.specialized,
                 "not_planted": self.not_planted}
 
 
@@ -158,7 +160,8 @@ def render(finding: Finding) -> str:
             lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: not run ({r.note})")
             continue
         err = "—" if r.error is None else (f"{r.error:.3g}" if math.isfinite(r.error) else "not finite")
-        ops = f", {r.ops_differ} op(s) differ from the rung below" if r.ops_differ else ""
+        below = "of the graph change at a second shape" if r.rung == "R2" else "differ from the rung below"
+        ops = f", {r.ops_differ} op(s) {below}" if r.ops_differ else ""
         verdict = "ok" if r.ok else "DIVERGES"
         limit = "" if r.gate is None else f" (gate {r.gate:.3g})"
         lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: error {err}{limit}{ops}: {verdict}"
@@ -171,6 +174,8 @@ def render(finding: Finding) -> str:
         lines.append(f"first divergent rung: {finding.first} ({RUNG_NAMES[finding.first]}), layer {finding.layer}")
         if finding.capture_error:
             lines.append(f"  {finding.capture_error}")
+        if finding.specialized and finding.first == "R2":
+            lines.append(f"  {finding.specialized}")
         if finding.origin and finding.accumulated:
             lines.append(f"  no op is wrong on its own (each, fed the rung below's inputs, is within the gate): the rung's "
                          f"roundings accumulate, first beyond the gate at {finding.origin.text()}")

@@ -9,6 +9,7 @@ user's line (reference.errors).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,10 @@ class Captured:
     exported: object
     lowering: Lowering
 
+    @property
+    def ops(self) -> list[tuple[str, str, str]]:
+        return graph_ops(self.exported)
+
     def state(self) -> list[np.ndarray]:
         return [to_numpy(t) for t in (*dict(self.module.named_parameters()).values(), *dict(self.module.named_buffers()).values())]
 
@@ -49,6 +54,31 @@ class Captured:
             out = graph(state, *(to_torch(x) for x in case.inputs.values()))
         out = out if isinstance(out, (tuple, list)) else (out,)
         return tuple(to_numpy(o).astype(np.float64) for o in out)
+
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \S+\n[ \t]*(.*)')
+
+
+def graph_ops(exported) -> list[tuple[str, str, str]]:
+    """The ops of an exported program's graph, in order: (op, the user's file:line, its code),
+    from each node's stack trace (the last frame: the line that called the op)."""
+    ops = []
+    for node in exported.graph.nodes:
+        if node.op == "call_function":
+            frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+            file, line, code = frames[-1] if frames else ("", "", "")
+            ops.append((str(node.target), f"{file.rsplit('/', 1)[-1]}:{line}" if file else "", code.strip()))
+    return ops
+
+
+def recapture_ops(case: Case, module: torch.nn.Module | None = None) -> list[tuple[str, str, str]]:
+    """torch.export the case's module once more (without lowering): its graph's ops (graph_ops).
+
+    Raises:
+        CaptureFailed, LoweringFailed: as `capture`.
+    """
+    module = module_for(case, module).eval()
+    return graph_ops(export_module(module, *(to_torch(x) for x in case.inputs.values()), name=case.entry.name))
 
 
 def module_for(case: Case, module: torch.nn.Module | None = None) -> torch.nn.Module:

@@ -24,7 +24,20 @@ class SoftmaxWithHostSync(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
-FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", SoftmaxWithoutMax), "host-sync": ("softmax", SoftmaxWithHostSync)}
+class SoftmaxWithShapeBranch(nn.Module):
+    """shape-branch: a row whose length is a multiple of 8 takes a vectorized max (the row as
+    groups of 8); any other length, torch.softmax. Both are right; the capture keeps one."""
+
+    def forward(self, x):
+        if x.shape[-1] % 8 == 0:
+            peak = x.reshape(*x.shape[:-1], -1, 8).amax(dim=-1).amax(dim=-1, keepdim=True)
+            e = torch.exp(x - peak)
+            return e / e.sum(dim=-1, keepdim=True)
+        return torch.softmax(x, dim=-1)
+
+
+FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", SoftmaxWithoutMax), "host-sync": ("softmax", SoftmaxWithHostSync),
+                    "shape-branch": ("softmax", SoftmaxWithShapeBranch)}
 
 
 def planted_module(fault: str, entry: str):

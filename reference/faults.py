@@ -94,6 +94,8 @@ FAULTS = (
           "large logits overflow", "softmax --dtype float16", input_scale=16.0),
     Fault("host-sync", 2, "R2", (), "forward calls .item() to branch on a tensor's value: a host sync that no "
           "graph capture can follow", "softmax"),
+    Fault("shape-branch", 2, "R2", (), "forward branches on an input's shape (a vectorized max when the row length "
+          "is a multiple of 8): the capture keeps the branch taken at the captured shape only", "softmax"),
     Fault("layernorm-eps-outside-sqrt", 3, "R3", (), "LayerNorm/RMSNorm decomposed as 1 / (sqrt(var) + eps) "
           "instead of rsqrt(var + eps)", "layernorm", input_scale=0.01),
     Fault("fused-reduce-wrong-axis", 4, "R4", ("gpu", "tpu", "spyre", "wafer"), "a reduction fused with its "

@@ -23,6 +23,7 @@ FAMILY_TARGET = {"gpu": "h100", "tpu": "tpu-v5e", "wafer": "wse-3", "lpu": "groq
 CASES = {
     "softmax-no-max": ("softmax", {}, "float16", ("torch", "jax"), "exponential", ("gpu",)),
     "host-sync": ("softmax", {}, "float32", ("torch", "jax"), "the user's line", ("gpu",)),
+    "shape-branch": ("softmax", {}, "float32", ("torch", "jax"), "the user's line", ("gpu",)),
     "layernorm-eps-outside-sqrt": ("layernorm", {}, "float32", ("torch", "jax"), "rsqrt", ("gpu", "spyre")),
     "fused-reduce-wrong-axis": ("softmax", {}, "float32", ("torch",), "reduce", ("gpu", "tpu", "wafer", "spyre")),
     "floor-stick-count": ("clone", {"n": 65}, "float16", ("torch", "jax"), "copy of an argument onto the chip", ("spyre", "lpu")),
@@ -133,6 +134,83 @@ def test_capture_failure_names_the_line_and_the_fix():
     assert message.startswith(f"line {line} of faults.py calls `.item()` inside forward")
     assert "torch.where" in message and "compile rejection" in message and "graph break" in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("side", ["torch", "jax"])
+def test_shape_branch_is_found_at_a_second_shape_naming_the_users_line(side):
+    """The course's third framework bug: forward branches on the row length. Captured at n=64 (a
+    multiple of 8) and again at n=65, the graphs part at their first op; R2 names the line of the
+    branch taken at capture, and the rungs below it agree (each branch is a right softmax). Where
+    the second shape takes the same branch (n=65 -> 66) the graphs agree: one second shape sees
+    only the branches it crosses."""
+    import inspect
+
+    from landscape.debug import debug
+
+    faults = __import__(f"{'pytorch' if side == 'torch' else 'jax'}_side.faults", fromlist=["x"])
+    fn = faults.SoftmaxWithShapeBranch.forward if side == "torch" else faults.softmax_with_shape_branch
+    lines, start = inspect.getsourcelines(fn)
+    line = start + next(i for i, text in enumerate(lines) if "reshape" in text)
+    f = debug("softmax", "h100", side, {}, "float32", ("shape-branch",))
+    assert f.first == "R2" and f.layer == "2 graph capture"
+    assert f.origin.key == f"faults.py:{line}" and "reshape" in f.origin.source
+    assert "captured again at m=65, n=65 (was m=64, n=64)" in f.specialized and "op 1:" in f.specialized
+    r1, r2 = (next(r for r in f.rungs if r.rung == k) for k in ("R1", "R2"))
+    assert r1.ok and r2.error <= r2.gate and r2.ops_differ > 0
+    assert all(r.ok for r in f.rungs if r.rung not in ("R2",))
+    assert debug("softmax", "h100", side, {"n": 65}, "float32", ("shape-branch",)).first is None
+
+
+def test_second_shapes_grow_extents_and_keep_counts_choices_and_unit_axes():
+    """Rule: the second capture grows each extent by its step where the entry accepts it; a size-1
+    axis, a choice, and a count that adds tensors (layers) keep their values; all-1 shapes have
+    no second shape."""
+    from landscape.debug import second_shapes
+    from reference.catalogue import get_entry
+
+    softmax = get_entry("softmax")
+    assert second_shapes(softmax, softmax.resolve({"m": 1, "n": 63})) == {"m": 1, "n": 64}
+    assert second_shapes(softmax, softmax.resolve({"m": 1, "n": 1})) is None
+    gelu = get_entry("gelu")
+    assert second_shapes(gelu, gelu.resolve({}))["approximate"] == gelu.resolve({})["approximate"]
+    tiny = get_entry("tiny")
+    base = tiny.resolve({})
+    grown = second_shapes(tiny, base)
+    layers = next(p.name for p in tiny.params if "layer" in p.name)
+    assert grown is not None and grown[layers] == base[layers]
+    assert set(tiny.tensor_shapes(grown)) == set(tiny.tensor_shapes(base))
+
+
+@pytest.mark.parametrize("side", ["torch", "jax"])
+def test_no_clean_graph_changes_at_its_second_shape(side):
+    """Property: every catalogue kernel and `tiny`, at the false-alarm sweep's shape sets
+    (benchmarks/debug_false_alarms.py), captures the same ops at its second shape: the R2
+    re-capture raises no alarm on code without a shape branch."""
+    import importlib
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from debug_false_alarms import shape_sets
+
+    from landscape.debug import second_shapes
+    from reference.catalogue import CATALOGUE
+    from reference.inputs import make_case
+
+    capture = importlib.import_module(f"{'pytorch' if side == 'torch' else 'jax'}_side.capture")
+    checked, changed = 0, []
+    for name, entry in CATALOGUE.items():
+        if entry.kind != "kernel" and name != "tiny":
+            continue
+        for shapes in shape_sets(name):
+            resolved = entry.resolve(shapes)
+            second = second_shapes(entry, resolved)
+            if second is None:  # every extent 1 (what is left is a choice or a count)
+                assert all(resolved[p.name] == 1 for p in entry.params if p.name in ("m", "n")), (name, resolved)
+                continue
+            ops = [[op for op, _, _ in capture.recapture_ops(make_case(entry, s, "float32", 0))] for s in (resolved, second)]
+            checked += 1
+            if ops[0] != ops[1]:
+                changed.append((name, resolved))
+    assert checked >= 80 and changed == []
 
 
 def test_cli_exits_and_json(tmp_path):
