@@ -181,8 +181,8 @@ def _said(side: str, lowering):
 @click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option("--stage", type=click.Choice(STAGE_NAMES), default="ir", show_default=True,
-              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (jax: XLA's optimized HLO, CPU backend); "
-                   "torch-xla has stablehlo and ir.")
+              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (XLA's optimized HLO, CPU backend: jax's, or "
+                   "torch-xla's own from its lazy-tensor graph); torch-xla has stablehlo, ir and xla.")
 @shape_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump under DIR instead of printing it.")
 @click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
@@ -423,7 +423,8 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 @cli.command()
 @click.argument("name", required=False, callback=model_option)
 @click.option("--target", "target_name", default="h100", show_default=True, help="A target (see `landscape targets`).")
-@click.option("--side", type=click.Choice(SIDES[:2]), default="torch", show_default=True, help="Which framework's program to run.")
+@click.option("--side", type=click.Choice(SIDES), default="torch", show_default=True,
+              help="Which framework's program to run: torch, jax, or torch-xla (the PyTorch module on torch-xla's CPU device, after `make torch-xla`).")
 @click.option("--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable.")
 @click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
               help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")

@@ -43,7 +43,7 @@ from landscape.debug_findings import (  # noqa: F401  (the API: debug, and what 
 from landscape.outputs import write_file
 from reference.faults import get_fault
 
-SIDES = ("torch", "jax")
+SIDES = ("torch", "jax", "torch-xla")  # torch-xla: where .venv-torchxla is built (make torch-xla)
 FLOAT_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64"}
 
 
@@ -160,6 +160,7 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
 
     Raises:
         UnknownName, InvalidShape, UnsupportedDtype: bad name, target, shapes, dtype or fault.
+        PathUnavailable: side torch-xla where .venv-torchxla is not built.
         LoweringFailed: the framework could not lower the program (a capture failure is reported
             in the Finding instead, as the divergence it is).
     """
@@ -175,6 +176,12 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         inject = (inject,)
     if not from_file and side not in SIDES:
         raise UnknownName("side", side, SIDES)
+    if not from_file and side == "torch-xla":
+        from reference.errors import PathUnavailable
+        from torchxla_side import available, unavailable_reason
+
+        if not available():  # refused before anything runs
+            raise PathUnavailable(unavailable_reason())
     faults = tuple(dict.fromkeys(get_fault(f).name for f in inject))
     tgt = get_target(target)
     family = tgt.family_record.name
@@ -287,7 +294,10 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     from reference.errors import CaptureFailed
     from reference.inputs import make_case
 
-    if side == "torch":
+    if side == "torch-xla":  # the driver in .venv-torchxla runs R1 and R2 (torchxla_side.run.ladder_case)
+        sidemod = None
+        from pytorch_side.faults import planted_module
+    elif side == "torch":
         import pytorch_side.capture as sidemod
         from pytorch_side.faults import planted_module
     else:
@@ -319,6 +329,9 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     reference = case.reference()
     bound = gate(dtype, reduction)
     finding.rungs.append(Rung("R0", 0.0, bound.bound(1.0), note="the float64 reference of the spec"))
+    if sidemod is None:
+        return _torchxla_rungs(finding, entry, resolved, case, fresh, reference, bound, planted_by if planted else None,
+                               reduction)
     built = sidemod.module_for(case, planted)  # weights loaded once, for R1 and the capture
     eager = sidemod.eager(case, built)
     r1 = Rung("R1", *measure(eager, reference, bound))
@@ -326,11 +339,7 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     try:
         captured = sidemod.capture(case, built)
     except CaptureFailed as err:
-        finding.rungs.append(Rung("R2", ran=False, note=str(err)))
-        finding.capture_error = str(err)
-        finding.first = finding.first or ("R1" if not r1.ok else "R2")
-        finding.origin = OpSite(f"{Path(err.file).name}:{err.line}", "the user's line", source=f"{err.cause}") if err.file else None
-        finding.reaches_output = None
+        _capture_failed(finding, r1, err)
         return None
     replay = captured.replay(fresh)
     r2 = Rung("R2", *measure(replay, captured.eager(fresh), bound),
@@ -339,6 +348,44 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     finding.rungs.append(r2)
     out_perm = sidemod.LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
     program = Program(entry.name, side, dtype, captured.lowering, captured.arguments(case), reference, out_perm, case, captured,
+                      reduction)
+    if not r1.ok:
+        finding.first = "R1"
+        _locate_numerics(finding, program, bound)
+    elif not r2.ok:
+        finding.first = "R2"
+    return program
+
+
+def _capture_failed(finding: Finding, r1: Rung, err) -> None:
+    """R2 did not run: the capture could not follow forward; the user's line is the origin."""
+    finding.rungs.append(Rung("R2", ran=False, note=str(err)))
+    finding.capture_error = str(err)
+    finding.first = finding.first or ("R1" if not r1.ok else "R2")
+    finding.origin = OpSite(f"{Path(err.file).name}:{err.line}", "the user's line", source=f"{err.cause}") if err.file else None
+    finding.reaches_output = None
+
+
+def _torchxla_rungs(finding: Finding, entry, shapes, case, fresh, reference, bound, fault, reduction) -> Program | None:
+    """R1 and R2 on torch-xla: the module run lazily on XLA's CPU device, and torch_xla.stablehlo's
+    program of torch.export's graph run there (one driver process: torchxla_side.run.ladder_case);
+    R3 onwards run that program's StableHLO."""
+    from torchxla_side.run import ladder_case
+
+    second = second_shapes(entry, shapes)
+    got = ladder_case(case, fresh, fault, second)
+    r1 = Rung("R1", *measure(got["r1"], reference, bound), note="the module on torch-xla's device (lazy tensors)")
+    finding.rungs.append(r1)
+    if "capture" in got:
+        _capture_failed(finding, r1, got["capture"])
+        return None
+    r2 = Rung("R2", *measure(got["r2"], got["eager_fresh"], bound),
+              note="torch_xla.stablehlo's program of the captured graph, run on the device on fresh inputs (seed + 1), "
+                   "against R1 on the same inputs")
+    if second is not None:
+        _compare_captures(finding, r2, shapes, second, got["ops"], got["second_ops"])
+    finding.rungs.append(r2)
+    program = Program(entry.name, "torch-xla", case.dtype, got["lowering"], got["arguments"], reference, None, case, None,
                       reduction)
     if not r1.ok:
         finding.first = "R1"
@@ -385,15 +432,22 @@ def _recapture(finding: Finding, r2: Rung, entry, shapes, dtype, seed, captured,
     second = second_shapes(entry, shapes)
     if second is None:
         return
-    label = ", ".join(f"{k}={v}" for k, v in second.items() if v != shapes[k])
-    at = ", ".join(f"{k}={shapes[k]}" for k, v in second.items() if v != shapes[k])
     case = make_case(entry, second, dtype, seed)
     try:
         again = sidemod.recapture_ops(case, sidemod.module_for(case, planted))
     except LandscapeError as err:
-        r2.note += f"; not captured again at {label}: {str(err).splitlines()[0]}"
+        again = err
+    _compare_captures(finding, r2, shapes, second, captured.ops, again)
+
+
+def _compare_captures(finding: Finding, r2: Rung, shapes: dict, second: dict, first: list, again) -> None:
+    """The graph captured at `shapes` (its ops `first`) against the one at `second` (`again`, or
+    the error that capture raised): the same ops in order, or R2 diverges at the user's line."""
+    label = ", ".join(f"{k}={v}" for k, v in second.items() if v != shapes[k])
+    at = ", ".join(f"{k}={shapes[k]}" for k, v in second.items() if v != shapes[k])
+    if isinstance(again, Exception):
+        r2.note += f"; not captured again at {label}: {str(again).splitlines()[0]}"
         return
-    first = captured.ops
     names = [op for op, _, _ in first], [op for op, _, _ in again]
     if names[0] == names[1]:
         r2.note += f"; captured again at {label}: the same {len(first)} op{'' if len(first) == 1 else 's'}"

@@ -59,7 +59,7 @@ def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: boo
     if side == "torch-xla":
         from torchxla_side import lower_entry, lower_regional
 
-        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype)
+        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype, compile_xla)
     from jax_side.lower import lower_entry, lower_regional
 
     if regional:

@@ -9,12 +9,12 @@ user's line (reference.errors).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
+from pytorch_side.graph_ops import graph_ops
 from pytorch_side.kernels import build
 from pytorch_side.lower import export_module, lower_exported
 from pytorch_side.params import load_weights, to_numpy, to_torch
@@ -54,21 +54,6 @@ class Captured:
             out = graph(state, *(to_torch(x) for x in case.inputs.values()))
         out = out if isinstance(out, (tuple, list)) else (out,)
         return tuple(to_numpy(o).astype(np.float64) for o in out)
-
-
-_FRAME = re.compile(r'File "([^"]+)", line (\d+), in \S+\n[ \t]*(.*)')
-
-
-def graph_ops(exported) -> list[tuple[str, str, str]]:
-    """The ops of an exported program's graph, in order: (op, the user's file:line, its code),
-    from each node's stack trace (the last frame: the line that called the op)."""
-    ops = []
-    for node in exported.graph.nodes:
-        if node.op == "call_function":
-            frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-            file, line, code = frames[-1] if frames else ("", "", "")
-            ops.append((str(node.target), f"{file.rsplit('/', 1)[-1]}:{line}" if file else "", code.strip()))
-    return ops
 
 
 def recapture_ops(case: Case, module: torch.nn.Module | None = None) -> list[tuple[str, str, str]]:

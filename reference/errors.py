@@ -164,7 +164,7 @@ class NonFiniteResult(LandscapeError):
 
 # Frames that are the capture machinery, not the user's model (the user's line is the innermost other).
 _MACHINERY = ("site-packages", "dist-packages", "<frozen", "/lib/python", "pytorch_side/capture.py",
-              "pytorch_side/lower.py", "jax_side/capture.py", "jax_side/lower.py")
+              "pytorch_side/lower.py", "jax_side/capture.py", "jax_side/lower.py", "torchxla_side/driver.py")
 # What a source line does that a graph capture cannot follow, and the fix (first match wins).
 _HOST_SYNCS = (
     (".item()", "calls `.item()`", "use torch.where (jnp.where), or move the check out of forward"),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from reference.errors import UnknownName
 from reference.ir import Module, Stats, module_stats, print_module
 
-STAGES = {"torch": ("fx", "stablehlo", "ir"), "jax": ("jaxpr", "stablehlo", "ir", "xla"), "torch-xla": ("stablehlo", "ir")}
+STAGES = {"torch": ("fx", "stablehlo", "ir"), "jax": ("jaxpr", "stablehlo", "ir", "xla"), "torch-xla": ("stablehlo", "ir", "xla")}
 
 
 @dataclass(frozen=True)

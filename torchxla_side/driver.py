@@ -18,6 +18,21 @@ Jobs:
         The module with the weights in FILE.npz ("w:" + canonical name) on the XLA CPU device,
         called on its inputs ("x:" + NAME, in the order given); outputs to out ("o0", "o1", ...) as
         float32 (bfloat16 and float16 widen exactly).
+    {"kind": "ladder", "name": ENTRY, "shapes": {...}, "dtype": D, "fault": null | NAME, "inputs": [...],
+     "arrays": FILE.npz, "second": null | {...}, "out": FILE.npz}
+        The debugger's R1 and R2 on torch-xla (landscape.debug): the module (or the course's buggy
+        one, pytorch_side.faults) with the weights in arrays, run lazily on the XLA device on the
+        case's inputs ("x:") and on fresh ones ("f:"): outputs "r1:I" and "e:I"; then torch.export
+        on the CPU, and torch_xla.stablehlo's program of it run on the device (torch-xla's StableHLO
+        runtime) on the fresh inputs, "r2:I".
+        Result: {"ok", "args" (as lower's), "stablehlo": text, "ops": the graph's ops
+        (pytorch_side.graph_ops), "second_ops": the ops captured at `second`'s shapes}; the values
+        of the program's non-input arguments go to out as "a:I" (I: the argument's position). A
+        capture that cannot follow forward answers {"ok", "capture": {"message", "file", "line", "cause"}},
+        with "r1:I" and "e:I" in out.
+    A lower job with "xla": true also runs the module lazily on the device and answers "xla":
+    torch-xla's own optimized HLO, XLA's dump of the graph it compiled (the request's jobs share
+    one dump folder, "xla_dump", set before torch-xla starts).
 
 Imports only torch, torch_xla, numpy, pytorch_side's modules and reference's catalogue (numpy),
 so the main venv's packages (jax, torch-mlir) are never needed here.
@@ -101,6 +116,16 @@ def lower(job: dict) -> dict:
     text = program.get_stablehlo_text("forward")
     with open(job["out"], "w") as f:
         f.write(text)
+    answer = {"ok": True, "args": _arguments(program, module), "notes": notes,
+              "parameters": [k for k, _ in module.named_parameters()], "buffers": [k for k, _ in module.named_buffers()]}
+    if job.get("xla"):
+        answer["xla"] = _optimized_hlo(module, inputs, job["xla_dump"], torch)
+    answer["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * PEAK_RSS_UNIT
+    return answer
+
+
+def _arguments(program, module) -> list[dict]:
+    """The StableHLO function's arguments, in torch-xla's order: parameter, buffer, input or constant."""
     meta = program._bundle.stablehlo_funcs[0].meta  # the function's argument locations
     buffers = {k for k, _ in module.named_buffers()}
     args = []
@@ -110,11 +135,113 @@ def lower(job: dict) -> dict:
             args.append({"kind": "buffer" if loc.name in buffers else "parameter", "name": loc.name})
         elif kind == "input_arg":
             args.append({"kind": "input", "name": f"inputs[{loc.position}]"})
-        else:
-            args.append({"kind": "constant", "name": loc.name})
-    return {"ok": True, "args": args, "notes": notes,
-            "parameters": [k for k, _ in module.named_parameters()], "buffers": [k for k, _ in module.named_buffers()],
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * PEAK_RSS_UNIT}
+        else:  # a tensor the graph holds (torch_xla.stablehlo's additional_constants[position])
+            args.append({"kind": "constant", "name": loc.name, "position": loc.position})
+    return args
+
+
+def _optimized_hlo(module, inputs, dump_dir: str, torch) -> str:
+    """torch-xla's own optimized HLO: the module run lazily on the XLA device, its graph compiled
+    at the sync, and XLA's text dump of it after optimization (the newest the sync wrote)."""
+    import torch_xla
+
+    before = set(os.listdir(dump_dir)) if os.path.isdir(dump_dir) else set()
+    device = torch_xla.device()
+    with torch.no_grad():
+        out = module.to(device)(*(t.to(device) for t in inputs))
+    torch_xla.sync(wait=True)
+    del out
+    written = [f for f in os.listdir(dump_dir) if f.endswith(".cpu_after_optimizations.txt") and f not in before]
+    if not written:
+        raise RuntimeError("XLA wrote no optimized HLO for the module's graph")
+    newest = max(written, key=lambda f: os.path.getmtime(os.path.join(dump_dir, f)))
+    with open(os.path.join(dump_dir, newest)) as f:
+        return f.read()
+
+
+def _loaded(job: dict, arrays, torch):
+    """The job's module (or the course's buggy one for job["fault"]) with the weights in arrays."""
+    from pytorch_side.faults import planted_module
+
+    make, _ = _module(job)
+    module = (planted_module(job["fault"], job["name"]) if job.get("fault") else None) or make()
+    module = module.eval()
+    weights = {k[2:]: torch.from_numpy(arrays[k]) for k in arrays.files if k.startswith("w:")}
+    if weights:
+        state = module.state_dict()
+        module.load_state_dict({k: v.to(state[k].dtype) for k, v in weights.items()}, strict=True)
+    return module
+
+
+def _outputs(out) -> list:
+    import torch
+
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.detach().cpu().to(torch.float32).numpy() if o.is_floating_point() else o.detach().cpu().numpy() for o in outs]
+
+
+def ladder(job: dict) -> dict:
+    import numpy as np
+    import torch
+    import torch_xla
+    from torch_xla.stablehlo import StableHLOExportOptions, exported_program_to_stablehlo
+
+    from pytorch_side.graph_ops import graph_ops
+    from pytorch_side.kernels import TORCH_DTYPES, build, example_inputs
+    from reference.errors import DATA_DEPENDENT, CaptureFailed
+
+    dt = TORCH_DTYPES[job["dtype"]]
+    arrays = np.load(job["arrays"])
+    module = _loaded(job, arrays, torch)
+
+    def inputs(prefix: str, device):
+        out = []
+        for k in job["inputs"]:
+            t = torch.from_numpy(arrays[prefix + k])
+            out.append((t if not t.is_floating_point() else t.to(dt)).to(device))
+        return out
+
+    device, saved = torch_xla.device(), {}
+    with torch.no_grad():  # R1: the module run lazily on the device (its graphs compiled at each read)
+        on_device = module.to(device)
+        saved.update({f"r1:{i}": o for i, o in enumerate(_outputs(on_device(*inputs("x:", device))))})
+        saved.update({f"e:{i}": o for i, o in enumerate(_outputs(on_device(*inputs("f:", device))))})
+    module = module.to("cpu")
+    try:
+        exported = torch.export.export(module, tuple(inputs("x:", "cpu")))
+    except Exception as err:  # noqa: BLE001 - a capture that cannot follow forward is the finding
+        if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
+            np.savez(job["out"], **saved)
+            failed = CaptureFailed.from_exception(err, "torch.export")
+            return {"ok": True, "capture": {"message": str(failed), "file": failed.file, "line": failed.line,
+                                            "cause": failed.cause}}
+        raise
+    # exported without its weights (torch_xla.stablehlo copies them through numpy, which has no bfloat16), then
+    # given the module's own, on the device, where the program's call looks its parameters up (the bundle)
+    program = exported_program_to_stablehlo(exported, StableHLOExportOptions(export_weights=False))
+    program._bundle.state_dict = {k: v.detach().to(device) for k, v in
+                                  {**dict(module.named_parameters()), **dict(module.named_buffers())}.items()}
+    with torch.no_grad():  # R2: torch-xla's StableHLO program of the captured graph, on the fresh inputs
+        saved.update({f"r2:{i}": o for i, o in enumerate(_outputs(program(*inputs("f:", device))))})
+    args = _arguments(program, module)
+    state = {**dict(module.named_parameters()), **dict(module.named_buffers())}
+    for i, a in enumerate(args):
+        if a["kind"] == "input":
+            continue
+        value = state[a["name"]] if a["kind"] != "constant" else program._bundle.additional_constants[a["position"]]
+        value = torch.as_tensor(value).detach().cpu()
+        saved[f"a:{i}"] = (value.to(torch.float32) if value.is_floating_point() else value).numpy()
+    np.savez(job["out"], **saved)
+    second = None
+    if job.get("second"):
+        from pytorch_side.faults import planted_module
+
+        shapes = dict(job["second"])
+        again = (planted_module(job["fault"], job["name"]) if job.get("fault") else None) or build(job["name"], shapes, job["dtype"])
+        second = graph_ops(torch.export.export(again.eval(), tuple(example_inputs(job["name"], shapes, job["dtype"]))))
+    return {"ok": True, "args": args, "stablehlo": program.get_stablehlo_text("forward"), "ops": graph_ops(exported),
+            "second_ops": second, "parameters": [k for k, _ in module.named_parameters()],
+            "buffers": [k for k, _ in module.named_buffers()]}
 
 
 def run(job: dict) -> dict:
@@ -126,23 +253,15 @@ def run(job: dict) -> dict:
 
     dt = TORCH_DTYPES[job["dtype"]]
     arrays = np.load(job["arrays"])
-    make, _ = _module(job)
-    module = make().eval()
-    weights = {k[2:]: torch.from_numpy(arrays[k]) for k in arrays.files if k.startswith("w:")}
-    if weights:
-        state = module.state_dict()
-        module.load_state_dict({k: v.to(state[k].dtype) for k, v in weights.items()}, strict=True)
     device = torch_xla.device()
-    module = module.to(device)
+    module = _loaded(job, arrays, torch).to(device)
     inputs = []
     for k in job["inputs"]:
         t = torch.from_numpy(arrays[f"x:{k}"])
         inputs.append((t if not t.is_floating_point() else t.to(dt)).to(device))
     with torch.no_grad():
         out = module(*inputs)
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    np.savez(job["out"], **{f"o{i}": o.detach().cpu().to(torch.float32).numpy() if o.is_floating_point()
-                            else o.detach().cpu().numpy() for i, o in enumerate(outs)})
+    np.savez(job["out"], **{f"o{i}": o for i, o in enumerate(_outputs(out))})
     return {"ok": True}
 
 
@@ -151,12 +270,15 @@ def main(request_path: str) -> int:
     warnings.simplefilter("ignore")
     with open(request_path) as f:
         jobs = json.load(f)["jobs"]
+    dumps = [job["xla_dump"] for job in jobs if job.get("xla")]
+    if dumps:  # read when torch-xla starts its client: before the first job imports it
+        os.environ["XLA_FLAGS"] = f"--xla_dump_to={dumps[0]} --xla_dump_hlo_as_text"
     results = []
     for i, job in enumerate(jobs):
         print(f"{JOB_MARK}{i}", file=sys.stderr, flush=True)  # the host names the job XLA aborted in, if any
         try:
             with contextlib.redirect_stdout(sys.stderr):  # torch-xla's prints must not mix with the answer
-                results.append({"lower": lower, "run": run}[job["kind"]](job))
+                results.append({"lower": lower, "run": run, "ladder": ladder}[job["kind"]](job))
         except Exception as err:  # noqa: BLE001 - each job answers for itself, in one line
             first = str(err).strip().splitlines()[0] if str(err).strip() else ""
             results.append({"ok": False, "error": f"{type(err).__name__}: {first}"})

@@ -78,8 +78,10 @@ def call_driver(jobs: list[dict], timeout_s: float = DRIVER_TIMEOUT_S) -> tuple[
             raise LoweringFailed(f"torch-xla: the driver failed{where} (exit {done.returncode}): {lines[-1]}") from None
 
 
-def _reordered(module: Module, args: list[dict], parameters: list[str], buffers: list[str]) -> tuple[Module, int, int]:
-    """The entry function's signature as weights, buffers, inputs; (module, weights, state)."""
+def reorder_arguments(module: Module, args: list[dict], parameters: list[str],
+                      buffers: list[str]) -> tuple[Module, list[int], int, int]:
+    """The entry function's signature as weights, buffers, inputs: (module, the position in
+    torch-xla's order of each argument in ours, weights, weights and buffers)."""
     main = module.main
     if len(main.args) != len(args):
         raise LoweringFailed(f"torch-xla: @{main.name} has {len(main.args)} arguments, its metadata names {len(args)}")
@@ -90,7 +92,7 @@ def _reordered(module: Module, args: list[dict], parameters: list[str], buffers:
     n_state = sum(1 for a in args if a["kind"] != "input")
     fn = dataclasses.replace(main, args=tuple(main.args[i] for i in order), arg_names=tuple(args[i]["name"] for i in order))
     functions = tuple(fn if f.name == main.name else f for f in module.functions)
-    return dataclasses.replace(module, functions=functions), n_params, n_state
+    return dataclasses.replace(module, functions=functions), order, n_params, n_state
 
 
 def _lowerings(name: str, jobs: list[dict]) -> list[Lowering]:
@@ -98,6 +100,8 @@ def _lowerings(name: str, jobs: list[dict]) -> list[Lowering]:
     with tempfile.TemporaryDirectory(prefix="landscape-torchxla-") as tmp:
         for i, job in enumerate(jobs):
             job["out"] = str(Path(tmp) / f"part{i}.mlir")
+            if job.get("xla"):
+                job["xla_dump"] = str(Path(tmp) / "xla")
         results, wall = call_driver(jobs)
         out = []
         for job, result in zip(jobs, results):
@@ -105,17 +109,22 @@ def _lowerings(name: str, jobs: list[dict]) -> list[Lowering]:
             if not result.get("ok"):
                 raise LoweringFailed(f"{label}: torch-xla lowering failed: {result.get('error', 'no answer')}")
             text = Path(job["out"]).read_text()
-            module, n_params, n_state = _reordered(parse_stablehlo(text), result["args"], result["parameters"], result["buffers"])
+            module, _, n_params, n_state = reorder_arguments(parse_stablehlo(text), result["args"], result["parameters"],
+                                                             result["buffers"])
             notes = (*result["notes"], f"lowered by torch-xla in a subprocess ({wall:.1f} s with its start; peak memory there "
                      f"{result['peak_rss_bytes'] / 1e9:.2f} GB)",)
-            out.append(Lowering(SIDE, label, {"stablehlo": text}, verify(module), tuple(range(n_params)),
+            stages = {"stablehlo": text, **({"xla": result["xla"]} if "xla" in result else {})}
+            out.append(Lowering(SIDE, label, stages, verify(module), tuple(range(n_params)),
                                 buffer_args=tuple(range(n_params, n_state)), notes=notes))
         return out
 
 
-def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
-    """A catalogue entry's PyTorch module through torch-xla (resolved shapes)."""
-    return _lowerings(name, [{"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": None}])[0]
+def lower_entry(name: str, shapes: dict, dtype: str, compile_xla: bool = False) -> Lowering:
+    """A catalogue entry's PyTorch module through torch-xla (resolved shapes); with compile_xla,
+    also the "xla" stage: torch-xla's own optimized HLO, from running the module lazily on XLA's
+    CPU device (the graph its sync compiles, as XLA dumps it after optimization)."""
+    job = {"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": None, "xla": compile_xla}
+    return _lowerings(name, [job])[0]
 
 
 PARTS = ("prologue", "block", "epilogue")

@@ -325,6 +325,20 @@ class Interpreter:
         acc = compute_type(element) if element in FLOAT_TYPES else np.int64
         return (dot_general(a.astype(acc), b.astype(acc), d),)
 
+    def op_batch_norm_training(self, op: Op, x, scale, offset):
+        """(x - mean) / sqrt(var + epsilon) * scale + offset, with the mean and (biased) variance over every
+        axis but feature_index; returns the output, the mean and the variance."""
+        x = x.astype(compute_type(op.result_types[0].dtype))
+        axes = tuple(i for i in range(x.ndim) if i != op.attr("feature_index", 0))
+        mean, var = x.mean(axis=axes), x.var(axis=axes)
+        return (self.op_batch_norm_inference(op, x, scale, offset, mean, var)[0], mean, var)
+
+    def op_batch_norm_inference(self, op: Op, x, scale, offset, mean, var):
+        """(x - mean) / sqrt(var + epsilon) * scale + offset, the mean and variance given (one per feature)."""
+        t, f, eps = compute_type(op.result_types[0].dtype), op.attr("feature_index", 0), float(op.attr("epsilon", 0.0))
+        per = lambda v: np.asarray(v, t).reshape([-1 if i == f else 1 for i in range(x.ndim)])  # noqa: E731
+        return ((x.astype(t) - per(mean)) / np.sqrt(per(var) + t(eps)) * per(scale) + per(offset),)
+
     def op_dot(self, op: Op, a, b):
         element = op.result_types[0].dtype
         acc = compute_type(element) if element in FLOAT_TYPES else np.int64

@@ -254,6 +254,48 @@ def test_compare_costs_three_paths_on_the_five_families(capsys):
 
 
 @needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+def test_hlo_xla_stage_is_torchxlas_own_optimized_hlo(capsys):
+    """`hlo --stage xla --side torch-xla`: the module run lazily on XLA's CPU device, and the HLO
+    XLA compiled for that graph after its passes: a scheduled module whose softmax is fused."""
+    from landscape.cli import main
+
+    assert main(["hlo", "softmax", "--side", "torch-xla", "--stage", "xla"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("HloModule SyncTensorsGraph") and "is_scheduled=true" in text
+    assert "ENTRY" in text and " fusion(" in text and "f32[64,64]" in text
+
+
+@needs_venv
+@pytest.mark.torch
+@pytest.mark.jax
+@pytest.mark.parametrize("program, shapes, dtype, fault, first", [
+    ("block", {}, "bfloat16", None, None),  # weights, buffers (RoPE) and constants as the program's arguments
+    ("softmax", {}, "float16", "softmax-no-max", "R1"),
+    ("softmax", {}, "float32", "host-sync", "R2"),
+    ("softmax", {}, "float32", "shape-branch", "R2"),
+])
+def test_debugger_runs_r1_and_r2_on_torchxla(program, shapes, dtype, fault, first):
+    """`debug --side torch-xla`: R1 is the module on torch-xla's device, R2 torch_xla.stablehlo's
+    program of the captured graph run there on fresh inputs, R3 onwards torch-xla's StableHLO. A
+    clean program agrees at every rung; the course's three framework bugs are found at their
+    rungs, the capture bugs at the user's line."""
+    from landscape.debug import debug
+
+    f = debug(program, "h100", "torch-xla", shapes, dtype, (fault,) if fault else ())
+    assert f.side == "torch-xla" and f.first == first, [r.to_dict() for r in f.rungs]
+    assert "torch-xla" in next(r for r in f.rungs if r.rung == "R1").note
+    if fault is None:
+        assert all(r.ran for r in f.rungs) and "the same" in next(r for r in f.rungs if r.rung == "R2").note
+    elif first == "R2":
+        assert f.origin.op == "the user's line" and f.origin.key.startswith("faults.py:")
+        assert (f.capture_error if fault == "host-sync" else f.specialized)
+    else:
+        assert f.origin.op == "exponential"
+
+
+@needs_venv
 def test_all_three_paths_are_refused_where_two_are_compared(capsys):
     from landscape.cli import main
 
@@ -271,7 +313,8 @@ def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tm
 
     monkeypatch.setattr(lower, "VENV", tmp_path / "absent")
     for args in (["hlo", "gelu", "--side", "torch-xla"], ["diff", "gelu", "--sides", "torch,torch-xla"],
-                 ["compare", "mlp", "--sides", "torch,jax,torch-xla"], ["run", "gelu", "--sides", "torch-xla"]):
+                 ["compare", "mlp", "--sides", "torch,jax,torch-xla"], ["run", "gelu", "--sides", "torch-xla"],
+                 ["debug", "softmax", "--side", "torch-xla"], ["hlo", "gelu", "--side", "torch-xla", "--stage", "xla"]):
         assert main(args) == 2, args
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "make torch-xla" in err[0], (args, err)

@@ -167,3 +167,29 @@ def test_refuses_opaque_ops_by_name():
         run_module(module, [np.zeros(4, np.float32)])
     with pytest.raises(CannotInterpret, match="takes 1 arguments"):
         run_module(module, [])
+
+
+@pytest.mark.parametrize("rows, d", [(1, 1), (3, 63), (2, 65)])
+def test_batch_norm_ops_are_the_normalization_they_name(rows, d):
+    """StableHLO's batch_norm_training (torch-xla's LayerNorm: a [1, rows, d] view, feature axis 1)
+    is (x - mean) / sqrt(var + eps) * scale + offset with the biased mean and variance over every
+    other axis, and returns them; batch_norm_inference, given them, gives the same output."""
+    from reference.ir import parse_stablehlo
+    from reference.ir.interpret import run_module
+
+    x_t, f_t = f"tensor<1x{rows}x{d}xf32>", f"tensor<{rows}xf32>"
+    text = (f'func.func @main(%x: {x_t}, %s: {f_t}, %o: {f_t}) -> ({x_t}, {f_t}, {f_t}, {x_t}) {{\n'
+            f'  %0:3 = "stablehlo.batch_norm_training"(%x, %s, %o) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
+            f' : ({x_t}, {f_t}, {f_t}) -> ({x_t}, {f_t}, {f_t})\n'
+            f'  %1 = "stablehlo.batch_norm_inference"(%x, %s, %o, %0#1, %0#2) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
+            f' : ({x_t}, {f_t}, {f_t}, {f_t}, {f_t}) -> {x_t}\n'
+            f'  return %0#0, %0#1, %0#2, %1 : {x_t}, {f_t}, {f_t}, {x_t}\n}}')
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(1, rows, d)).astype(np.float32)
+    scale, offset = rng.normal(size=rows).astype(np.float32), rng.normal(size=rows).astype(np.float32)
+    out, mean, var, inferred = run_module(parse_stablehlo(text), [x, scale, offset])
+    wide = x.astype(np.float64)
+    m, v = wide.mean(axis=(0, 2)), wide.var(axis=(0, 2))
+    expected = (wide - m[None, :, None]) / np.sqrt(v[None, :, None] + 1e-5) * scale[None, :, None] + offset[None, :, None]
+    assert np.allclose(mean, m, atol=1e-6) and np.allclose(var, v, atol=1e-5)
+    assert np.allclose(out, expected, atol=1e-4) and np.array_equal(out, inferred)
