@@ -155,3 +155,19 @@ def test_decoder_decode_matches_prefill_logits():
 def test_clone_of_65_elements_is_exact():
     case, x, _ = _case("clone", n=65)
     assert np.array_equal(case.reference()[0], x["x"])
+
+
+@pytest.mark.parametrize("tokens, n, k, expected", [
+    (1, 8, 2, (2, 1)),      # one token: exactly its k experts, 8 (1 - 6/8) = 2
+    (2, 8, 2, (4, 1)),      # 8 (1 - (6/8)^2) = 8 x 7/16 = 3.5 -> 4 experts; 2 x 2 rows over 4: 1 each
+    (65, 8, 2, (8, 17)),    # (6/8)^65 = 7.6e-9: all 8; 130 rows over 8: ceil 16.25 = 17
+    (1, 64, 6, (6, 1)),     # DeepSeek-like routing: 64 (1 - 58/64) = 6
+    (2, 64, 6, (12, 1)),    # 64 (1 - 3364/4096) = 11.4375 -> 12; 12 rows over 12
+    (65, 64, 6, (64, 7)),   # (58/64)^65 = 0.00166: 63.89 -> 64; 390 rows over 64: ceil 6.09 = 7
+])
+def test_expected_distinct_experts_by_hand(tokens, n, k, expected):
+    """Figures worked by hand from n (1 - (1 - k/n)^T) (reference/catalogue/mlp.py expert_capacity)
+    at T = 1, 2 and 65: a formula with T - 1 tokens gives 1 expert for one token, and fails here."""
+    from reference.catalogue.mlp import expert_capacity
+
+    assert expert_capacity(tokens, n, k) == expected
