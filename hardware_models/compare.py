@@ -146,25 +146,28 @@ class Comparison:
         return out
 
 
-def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, strict_dtypes: bool = False) -> float | None:
-    """The program's time compiled without fold_upcasts, when the plan folded anything (else None):
-    what the folded upcasts would have cost is this minus the plan's time."""
+def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, strict_dtypes: bool = False,
+                  without: tuple[str, ...] = ()) -> float | None:
+    """The program's time compiled without fold_upcasts (and `without`), when the plan folded
+    anything (else None): what the folded upcasts would have cost is this minus the plan's time."""
     if not plan.folds:
         return None
-    unfolded = compile_plan(module, target, chips=chips, strict_dtypes=strict_dtypes, without=("fold_upcasts",))
+    unfolded = compile_plan(module, target, chips=chips, strict_dtypes=strict_dtypes, without=(*without, "fold_upcasts"))
     return estimate(module, target, "", unfolded).total.time_s
 
 
 def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
                       chips: int | None = None, progress=None, workload: dict | None = None,
-                      strict_dtypes: bool = False, sides: tuple[str, str] = ("torch", "jax")) -> Comparison:
+                      strict_dtypes: bool = False, sides: tuple[str, str] = ("torch", "jax"),
+                      without: tuple[str, ...] = ()) -> Comparison:
     """Two lowerings: `compare_programs` with {sides[0]: torch_lowering, sides[1]: jax_lowering}."""
-    return compare_programs(dict(zip(sides, (torch_lowering, jax_lowering))), targets, name, chips, progress, workload, strict_dtypes)
+    return compare_programs(dict(zip(sides, (torch_lowering, jax_lowering))), targets, name, chips, progress, workload,
+                            strict_dtypes, without)
 
 
 def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str], name: str = "",
                      chips: int | None = None, progress=None, workload: dict | None = None,
-                     strict_dtypes: bool = False) -> Comparison:
+                     strict_dtypes: bool = False, without: tuple[str, ...] = ()) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
@@ -177,6 +180,8 @@ def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str]
         workload: what was compared (entry, dtype, shapes, phase, compilers), kept as given.
         strict_dtypes: refuse a type a target lacks (f64 on a TPU) instead of costing its
             emulation (`--strict-dtypes`).
+        without: passes left out on every target whose pipeline has them (`--without`: a
+            what-if, pipelines.LEAVABLE).
 
     A target that refuses a side (too few chips; with strict_dtypes, a type it lacks) is recorded
     with its reason; nothing already computed is lost. A side whose upcasts were folded
@@ -191,9 +196,9 @@ def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str]
     for target in targets:
         for side, lowering in lowerings.items():
             try:
-                plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
+                plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without)
                 est = estimate(lowering.module, target, name, plan)
-                unfolded = unfolded_time(lowering.module, target, plan, chips, strict_dtypes)
+                unfolded = unfolded_time(lowering.module, target, plan, chips, strict_dtypes, without)
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, plan, est, unfolded_s=unfolded)
             except LandscapeError as err:
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))

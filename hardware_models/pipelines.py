@@ -28,6 +28,31 @@ def pass_names(target: Target) -> list[str]:
     return [pass_name(step) for step in target.family_record.pipeline]
 
 
+# The passes a what-if may leave out (`--without`): each makes a choice the program also runs
+# without (a fusion, a fold, a sharding, a re-layout), so the plan is whole and costed without it.
+# The rest build what costing reads (the groups, dtypes, layouts, tiles, placement, schedule,
+# chips): without them there is no plan to cost, not a slower one.
+LEAVABLE = ("fold_upcasts", "fuse_elementwise", "fuse_attention", "shard_tensor_parallel", "insert_restickify")
+
+
+def leavable_passes(targets: list[Target]) -> list[str]:
+    """The passes `--without` takes on these targets: LEAVABLE ones in any of their pipelines, in pipeline order."""
+    names = [n for t in targets for n in pass_names(t)]
+    return [n for n in dict.fromkeys(names) if n in LEAVABLE]
+
+
+def check_without(without: tuple[str, ...], targets: list[Target]) -> None:
+    """Raises UnknownName for a pass `--without` cannot leave out on these targets (naming those it can)."""
+    valid = leavable_passes(targets)
+    structural = {n for t in targets for n in pass_names(t)} - set(valid)
+    for name in without:
+        if name in structural:
+            raise UnknownName(f"pass to leave out (--without; {name} builds what costing reads, so there is no plan "
+                              f"without it) on {', '.join(t.name for t in targets)}", name, valid)
+        if name not in valid:
+            raise UnknownName(f"pass to leave out (--without) on {', '.join(t.name for t in targets)}", name, valid)
+
+
 def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None,
                  strict_dtypes: bool = False, without: tuple[str, ...] = (), pipeline: tuple | None = None) -> Plan:
     """Run the target family's pipeline over the IR: the compiled result, as data.
@@ -40,15 +65,16 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
             program's arguments.
         strict_dtypes: refuse a floating type the target lacks (f64 on a TPU) instead of
             costing its emulation (`--strict-dtypes`; resolve_dtypes).
-        without: passes to leave out, to cost what one of them decided (compare costs a plan
-            without fold_upcasts to say what the folded upcasts would have cost).
+        without: passes to leave out (LEAVABLE ones), to cost what one of them decided (compare
+            costs a plan without fold_upcasts to say what the folded upcasts would have cost);
+            one this family's pipeline lacks has nothing to leave out here.
         pipeline: another compiler's pipeline for the same family (the host CPU's jax.jit:
             families/cpu.py XLA_CPU_PIPELINE); the family's own by default.
 
     Raises:
         UnsupportedDtype: the program uses a floating type the target lacks and cannot emulate
             (any it lacks, with strict_dtypes).
-        UnknownName: an unknown pass name.
+        UnknownName: an unknown pass name, or one in `without` that the plan cannot do without.
         InvalidShape: fewer chips than the program needs.
         InvalidPlan: a pass left the plan inconsistent (a bug in that pass; the error names it).
     """
@@ -57,6 +83,9 @@ def compile_plan(module: Module, target: Target, stop_after: str | None = None, 
     names = [pass_name(step) for step in pipeline]
     if stop_after is not None and stop_after not in names:
         raise UnknownName("pass", stop_after, names)
+    for name in without:
+        if name not in LEAVABLE:
+            raise UnknownName("pass that can be left out", name, [n for n in names if n in LEAVABLE])
     ops, notes = expand_workload(module)
     plan = Plan(target.name, ops, notes=notes, requested_chips=chips, strict_dtypes=strict_dtypes)
     for step, name in zip(pipeline, names):

@@ -19,7 +19,7 @@ from landscape.options import (
     model_option, note_on_stderr, print_json, shape_options, verbose,
 )
 from landscape.outputs import check_output_dir, check_output_file, dump_json, write_file
-from landscape.serve_cli import STRICT_DTYPES_HELP
+from landscape.serve_cli import STRICT_DTYPES_HELP, WITHOUT_HELP
 from landscape.serving import SIDES, lower_named, lowering_from_file
 
 __all__ = ["DTYPE", "DTypeParam", "cli", "load_target", "main"]
@@ -323,24 +323,33 @@ def gemm(m, n, k, array, dataflow, as_json) -> None:
 
 
 def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings, chips=None,
-                  allow_beyond_context=False, strict_dtypes=False, cost_artifacts=False):
+                  allow_beyond_context=False, strict_dtypes=False, cost_artifacts=False, without=()):
     """(target, plan, estimate, context note) for NAME lowered on one side, or a StableHLO file.
-    `cost_artifacts`: when upcasts were folded, note what they would have cost (compiled again without the fold)."""
+    `cost_artifacts`: when upcasts were folded, note what they would have cost (compiled again without the fold).
+    `without`: passes left out of the pipeline (a what-if; checked against the target's before lowering)."""
     from hardware_models.estimate import estimate as estimate_module
     from hardware_models.pipelines import compile_plan
 
     target = load_target(target_name, settings)  # checked before the (slow) lowering
+    without = tuple(dict.fromkeys(without))
+    if without:
+        from hardware_models.pipelines import check_without
+
+        check_without(without, [target])
     check_name_or_file(command, name, from_file)
     checked = checked_shapes(name, shapes, allow_beyond_context) if from_file is None else ({}, None)
     lowering = _lowering_for(command, name, from_file, side, shapes, dtype, flat, checked=checked)
-    plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes)
+    plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without)
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
     result = estimate_module(lowering.module, target, label, plan)
+    if without:
+        result = dataclasses.replace(result, notes=(*result.notes, f"compiled without {', '.join(without)}: a what-if; "
+                                                    f"{target.name}'s compiler runs {'them' if len(without) > 1 else 'it'}"))
     if cost_artifacts and plan.folds:
         from hardware_models.compare import unfolded_time
         from reference.units import format_seconds
 
-        saved = unfolded_time(lowering.module, target, plan, chips, strict_dtypes) - result.total.time_s
+        saved = unfolded_time(lowering.module, target, plan, chips, strict_dtypes, without) - result.total.time_s
         result = dataclasses.replace(result, notes=(*result.notes, f"artifacts compiled away: {len(plan.folds)} upcasts folded "
                                                     f"into contractions (fold lines above); they would have cost {format_seconds(saved)} more"))
     return target, plan, result, checked[1]
@@ -351,11 +360,12 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
 @estimate_options
 @click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
+@click.option("--without", "without", multiple=True, metavar="PASS", help=WITHOUT_HELP)
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
               help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, show_plan,
-             strict_dtypes, trace_path, as_json) -> None:
+             strict_dtypes, without, trace_path, as_json) -> None:
     """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
 
     A floating type the target lacks (f64 on a TPU: torch-mlir's LayerNorm variance) is costed as
@@ -373,7 +383,8 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
         check_output_file(trace_path, "--trace")
         check_traceable(load_target(target_name, settings))
     target, plan, result, note = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file,
-                                               settings, chips, allow_beyond_context, strict_dtypes, cost_artifacts=show_plan)
+                                               settings, chips, allow_beyond_context, strict_dtypes, cost_artifacts=show_plan,
+                                               without=without)
     data = result.to_dict()
     data["notes"] = [*data["notes"], *([note] if note else [])]
     if trace_path is not None:

@@ -17,6 +17,9 @@ from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
 STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Groq, Cerebras or Spyre: torch-mlir's "
                       "LayerNorm variance) instead of costing its emulation.")
+WITHOUT_HELP = ("Leave a pass out of the compiler's pipeline, a what-if (what its fusion or fold saves): fold_upcasts, "
+                "fuse_elementwise, fuse_attention, shard_tensor_parallel or insert_restickify, where the target's "
+                "pipeline has it; repeatable.")
 
 
 @click.command()
@@ -175,7 +178,7 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
         render_map(result)
 
 
-def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool) -> None:
+def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool, without: tuple[str, ...] = ()) -> None:
     """`compare --from-file A B`: the two programs on every target, each side named by its file."""
     from pathlib import Path
 
@@ -189,7 +192,7 @@ def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool) ->
     if names[0] == names[1]:  # the same file twice
         names = [f"A {names[0]}", f"B {names[1]}"]
     result = compare_lowerings(first, second, targets, "two programs from files", chips,
-                               strict_dtypes=strict_dtypes, sides=(names[0], names[1]))
+                               strict_dtypes=strict_dtypes, sides=(names[0], names[1]), without=without)
     if as_json:
         print_json({"comparisons": [result.to_dict()]})
         return
@@ -222,6 +225,7 @@ def _default_targets() -> str:
 @click.option("--force", is_flag=True,
               help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).")
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
+@click.option("--without", "without", multiple=True, metavar="PASS", help=WITHOUT_HELP)
 @click.option("--from-file", "from_files", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="A.mlir B.mlir",
               help="Compare the two StableHLO programs these files hold (two compilers, two versions, two exports) instead of NAME's two paths.")
 @click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B[,C]",
@@ -229,8 +233,8 @@ def _default_targets() -> str:
                    "`make torch-xla`), or all (every path this machine has).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
 @click.pass_context
-def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, from_files,
-            side_list, as_json) -> None:
+def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, without,
+            from_files, side_list, as_json) -> None:
     """Compare NAME's PyTorch and JAX paths (or --sides, torch-xla's too) on one target per family (or --targets).
 
     With --from-file A.mlir B.mlir: any two StableHLO programs, each side named by its file.
@@ -248,6 +252,11 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
     if force and out_dir is None:
         raise MalformedInput("--force applies only with --out DIR")
     targets = [load_target(t) for t in parse_target_list(target_list)]  # an unknown target fails here, before any lowering
+    without = tuple(dict.fromkeys(without))
+    if without:
+        from hardware_models.pipelines import check_without
+
+        check_without(without, targets)
     if from_files:
         from click.core import ParameterSource
 
@@ -260,8 +269,8 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
                                        ("--allow-beyond-context", allow_beyond_context), ("--out", out_dir is not None)) if on]
         if given:
             raise MalformedInput(f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
-                                 "valid with it: --targets, --chips, --strict-dtypes, --json")
-        return _compare_files(from_files, targets, chips, strict_dtypes, as_json)
+                                 "valid with it: --targets, --chips, --strict-dtypes, --without, --json")
+        return _compare_files(from_files, targets, chips, strict_dtypes, as_json, without)
     from landscape.options import parse_sides
 
     sides = parse_sides(side_list)
@@ -278,7 +287,7 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
             for workload in workloads:
                 done.append(compare_workload(workload, targets, chips, compile_xla=out is not None,
                                              progress=lambda label: bar.update(task, advance=1, description=label),
-                                             strict_dtypes=strict_dtypes, sides=sides))
+                                             strict_dtypes=strict_dtypes, sides=sides, without=without))
         if out is not None:
             from landscape.report import write_report
 

@@ -122,10 +122,11 @@ def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | N
 
 
 def compare_workload(workload: Workload, targets: list, chips: int | None = None, compile_xla: bool = False,
-                     progress=None, strict_dtypes: bool = False, sides: tuple[str, ...] = ("torch", "jax")):
+                     progress=None, strict_dtypes: bool = False, sides: tuple[str, ...] = ("torch", "jax"),
+                     without: tuple[str, ...] = ()):
     """Lower the workload on each side (torch and jax, or with torch-xla too) and compare the
     programs on every target (`strict_dtypes`: refuse a type a target lacks instead of costing
-    its emulation).
+    its emulation; `without`: passes left out, a what-if).
 
     Returns:
         (hardware_models.compare.Comparison, {side: Lowering}).
@@ -141,6 +142,10 @@ def compare_workload(workload: Workload, targets: list, chips: int | None = None
             progress(f"lowered {side}")
     described = workload.to_dict(sides)  # with what each lowering changed or left out (torch-xla's rewrites)
     described["notes"] += [f"{side}: {note}" for side, low in lowered.items() for note in low.notes]
+    if without:
+        described["without"] = list(without)
+        described["notes"].append(f"compiled without {', '.join(without)} (a what-if: each target's compiler runs "
+                                  "it where its pipeline has it)")
     result = compare_programs(lowered, targets, workload.entry, chips, progress=progress,
-                              workload=described, strict_dtypes=strict_dtypes)
+                              workload=described, strict_dtypes=strict_dtypes, without=without)
     return result, lowered
