@@ -349,6 +349,11 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     out_perm = sidemod.LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
     program = Program(entry.name, side, dtype, captured.lowering, captured.arguments(case), reference, out_perm, case, captured,
                       reduction)
+    return _first_framework_rung(finding, program, r1, r2, bound)
+
+
+def _first_framework_rung(finding: Finding, program: Program, r1: Rung, r2: Rung, bound) -> Program:
+    """R1 or R2 as the first divergent rung (R1's located in the lowered program); the program."""
     if not r1.ok:
         finding.first = "R1"
         _locate_numerics(finding, program, bound)
@@ -387,12 +392,7 @@ def _torchxla_rungs(finding: Finding, entry, shapes, case, fresh, reference, bou
     finding.rungs.append(r2)
     program = Program(entry.name, "torch-xla", case.dtype, got["lowering"], got["arguments"], reference, None, case, None,
                       reduction)
-    if not r1.ok:
-        finding.first = "R1"
-        _locate_numerics(finding, program, bound)
-    elif not r2.ok:
-        finding.first = "R2"
-    return program
+    return _first_framework_rung(finding, program, r1, r2, bound)
 
 
 def second_shapes(entry, shapes: dict) -> dict | None:

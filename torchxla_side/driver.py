@@ -173,6 +173,15 @@ def _loaded(job: dict, arrays, torch):
     return module
 
 
+def _inputs(job: dict, arrays, prefix: str, dt, device, torch) -> list:
+    """The job's inputs from arrays (keys prefix + name, in job["inputs"] order), floats in the job's dtype, on device."""
+    out = []
+    for k in job["inputs"]:
+        t = torch.from_numpy(arrays[prefix + k])
+        out.append((t if not t.is_floating_point() else t.to(dt)).to(device))
+    return out
+
+
 def _outputs(out) -> list:
     import torch
 
@@ -194,12 +203,7 @@ def ladder(job: dict) -> dict:
     arrays = np.load(job["arrays"])
     module = _loaded(job, arrays, torch)
 
-    def inputs(prefix: str, device):
-        out = []
-        for k in job["inputs"]:
-            t = torch.from_numpy(arrays[prefix + k])
-            out.append((t if not t.is_floating_point() else t.to(dt)).to(device))
-        return out
+    inputs = lambda prefix, device: _inputs(job, arrays, prefix, dt, device, torch)  # noqa: E731
 
     device, saved = torch_xla.device(), {}
     with torch.no_grad():  # R1: the module run lazily on the device (its graphs compiled at each read)
@@ -255,12 +259,8 @@ def run(job: dict) -> dict:
     arrays = np.load(job["arrays"])
     device = torch_xla.device()
     module = _loaded(job, arrays, torch).to(device)
-    inputs = []
-    for k in job["inputs"]:
-        t = torch.from_numpy(arrays[f"x:{k}"])
-        inputs.append((t if not t.is_floating_point() else t.to(dt)).to(device))
     with torch.no_grad():
-        out = module(*inputs)
+        out = module(*_inputs(job, arrays, "x:", dt, device, torch))
     np.savez(job["out"], **{f"o{i}": o for i, o in enumerate(_outputs(out))})
     return {"ok": True}
 
