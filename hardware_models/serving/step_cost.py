@@ -4,15 +4,18 @@ An iteration (an engine step) runs P prompt tokens, in chunks c_i of prompts tha
 k_i tokens cached, and D decoding requests whose caches hold S tokens in all. Its time is split
 the way the work is (the cost model's groups: `attention` kernels apart from the rest):
 
-    step_s = dense(P + D)  +  sum_i prefill_attention(c_i) x (k_i + c_i) / c_i  +  a(D) + b(D) x S
+    step_s = dense(P + D)  +  sum_i prefill_attention(c_i, k_i)  +  a(D) + b(D) x S
 
     dense(T)              every kernel but attention of the model over T tokens: a prefill graph of
                           T tokens (batch 1); GEMMs, norms, the head and any all-reduce depend on the
                           tokens alone, whichever request they belong to (a decode graph of batch D
                           and a prefill of D tokens give the same dense time: tested)
-    prefill_attention(c)  the attention kernels of a prefill graph of c tokens; a chunk with k
-                          tokens before it reads k + c keys per query instead of c, so it costs
-                          (k + c) / c times as much (the model prices the full score square)
+    prefill_attention(c)  the attention kernels of a prefill graph of c tokens, priced on its c x c
+                          scores (the model prices the full score square); a chunk of c tokens with
+                          k tokens before it computes c x (k + c) scores, so it costs what a prefill
+                          of as many scores does: prefill_attention at c^2 = c x (k + c). (Scaling
+                          the chunk's own time by (k + c) / c instead multiplies its fixed part,
+                          the launches, too: a 3-token chunk after 8,189 cost 275 ms on the h200.)
     a(D) + b(D) x S       the attention kernels of decode graphs of batch D: affine in the cached
                           tokens S = D x L (each request reads its own cache), a and b from two
                           cache lengths at each grid D, linear in D between grid points
@@ -88,7 +91,7 @@ class StepCosts:
 
     def prefill_attention_s(self, chunk: int, before: int = 0) -> float:
         square = [(c * c, t) for c, t in self.prefill_attention]
-        return max(0.0, _line(square, chunk * chunk)) * (before + chunk) / chunk
+        return max(0.0, _line(square, chunk * (before + chunk)))
 
     def decode_attention_s(self, requests: int, cached: int) -> float:
         if not requests:

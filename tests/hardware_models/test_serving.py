@@ -43,6 +43,18 @@ def test_step_cost_by_hand():
     assert COSTS.step_s([(1024, 1024)], 0, 0) == pytest.approx(dense + 2 * 1e-8 * 1024**2, rel=1e-3)
 
 
+def test_a_chunk_after_a_long_context_pays_its_scores_and_the_launches_once():
+    # attention 0.1 ms of launches + 1e-8 s a score: a 3-token chunk after 8,189 computes 3 x 8,192
+    # scores, 0.1 ms + 0.25 ms, not its own time (~0.1 ms) scaled by 8,192 / 3 (the 275 ms it once cost)
+    costs = StepCosts(dense=((1, 0.005), (8192, 0.16)), prefill_attention=((1, 1e-4 + 1e-8), (8192, 1e-4 + 1e-8 * 8192**2)),
+                      decode_attention=((1, 1e-6, 4e-8),), chips=1)
+    assert costs.prefill_attention_s(3, 8189) == pytest.approx(1e-4 + 1e-8 * 3 * 8192, rel=1e-6)
+    assert costs.prefill_attention_s(8192) == pytest.approx(1e-4 + 1e-8 * 8192**2)
+    # two chunks of a prompt cost its scores below the diagonal block's (c x (k + c) each): less than one
+    halves = costs.prefill_attention_s(4096) + costs.prefill_attention_s(4096, 4096)
+    assert halves == pytest.approx(2e-4 + 1e-8 * (4096**2 + 4096 * 8192), rel=1e-6) and halves < costs.prefill_attention_s(8192)
+
+
 def test_one_request_alone_is_its_prefill_then_its_decode_steps():
     result = run(Workload(requests=3, input_len=512, output_len=65, concurrency=1))
     ttft = COSTS.step_s([(512, 0)], 0, 0)
