@@ -66,6 +66,19 @@ class SideResult:
         return {"upcasts_folded": len(folds), "would_have_cost_s": cost,
                 "saved_bytes": sum(f["saved_bytes"] for f in folds), "folds": folds, "emulated": emulated}
 
+    def top_kernel(self) -> dict:
+        """The kernel that takes the most time (time x repeats): its ops, kind, scope, time, share of
+        the program's time, bound and arithmetic intensity on main memory (FLOPs / main-memory
+        bytes; None without main-memory bytes). {} for an empty or refused program."""
+        if self.estimate is None or not self.estimate.groups:
+            return {}
+        g = max(self.estimate.groups, key=lambda g: (g.cost.time_s * g.repeats, -g.group))
+        total = self.estimate.total.time_s
+        main = g.cost.bytes_at(self.main_level)
+        return {"group": g.group, "op": "+".join(g.ops), "kind": g.kind, "scope": g.scope, "time_s": g.cost.time_s * g.repeats,
+                "share": g.cost.time_s * g.repeats / total if total else 0.0, "bound": g.cost.bottleneck,
+                "intensity": g.cost.flops / main if main else None}
+
     def time_by_kind(self) -> dict[str, float]:
         out = dict.fromkeys(KINDS, 0.0)
         for g in self.estimate.groups if self.estimate else ():
@@ -90,6 +103,7 @@ class SideResult:
             "main_memory_level": self.main_level,
             "fallbacks": fallbacks, "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
             "time_by_kind_s": self.time_by_kind(), "notes": d["notes"], "bottleneck_counts": d["bottleneck_counts"],
+            "top_kernel": self.top_kernel(),
             **({"artifacts": self.artifacts()} if self.artifacts() else {}),
         }
 

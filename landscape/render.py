@@ -31,6 +31,45 @@ def xla_text(text: str, verbose: bool = False) -> str:
     return re.sub(r"\n{3,}", "\n\n", "".join(out))
 
 
+def short_scope(scope: str) -> str:
+    """Where a kernel comes from, short: 'jit(f)/mlp/dot_general' -> 'mlp'; 'linear.py:134' kept."""
+    parts = [p for p in scope.split("/") if p and not p.startswith("jit(")]
+    return "/".join(parts[:-1] if len(parts) > 1 else parts)
+
+
+def short_label(label: str) -> str:
+    """A kernel's ops, short: 'stablehlo.transpose+stablehlo.add' -> 'transpose +1 fused'."""
+    ops = [op.split(".", 1)[-1] for op in label.split("+")]
+    return ops[0] + (f" +{len(ops) - 1} fused" if len(ops) > 1 else "")
+
+
+def kernel_cause(top: dict) -> str:
+    """'39.0 ms (62%) in transpose +3 fused (mlp): memory-bound at 0.06 FLOP/B'."""
+    if not top:
+        return "-"
+    where = short_scope(top["scope"]) if top.get("scope") else ""
+    what = {"fallback": "a host fallback", "transfer": "a chip-to-chip transfer"}.get(top["kind"], short_label(top["op"]))
+    intensity = f" at {top['intensity']:.3g} FLOP/B" if top.get("intensity") is not None else ""
+    return (f"{format_seconds(top['time_s'])} ({format_percent(top['share'])}) in {what}{f' ({where})' if where else ''}: "
+            f"{top['bound']}-bound{intensity}")
+
+
+def ranking(data: dict) -> list[dict]:
+    """The targets of one phase, fastest first: each target's fastest path, its time, chips,
+    time x chips, how many times the fastest target's time it takes, and its top kernel."""
+    best = {}
+    for r in data["results"]:
+        if "refused" in r or not r["time_s"] > 0:
+            continue
+        if r["target"] not in best or r["time_s"] < best[r["target"]]["time_s"]:
+            best[r["target"]] = r
+    ranked = sorted(best.values(), key=lambda r: (r["time_s"], r["target"]))
+    first = ranked[0]["time_s"] if ranked else 0.0
+    return [{"rank": i + 1, "target": r["target"], "side": r["side"], "time_s": r["time_s"], "chips": r["chips"],
+             "chip_s": r["time_s"] * r["chips"], "slower": r["time_s"] / first, "top_kernel": r.get("top_kernel", {})}
+            for i, r in enumerate(ranked)]
+
+
 def render_estimate(result, extra_notes=()) -> None:
     from rich.console import Console
     from rich.markup import escape
@@ -165,7 +204,7 @@ def render_comparison(results) -> None:
             console.print(escape(f"  {line}"))
         table = Table()
         for col in ("target", "side", "time", "bound", "kernels", "by bound: compute/memory/schedule", "fused", "chips", "padding",
-                    "main memory", "fallbacks"):
+                    "main-memory traffic", "fallbacks"):
             table.add_column(col, overflow="fold")
         for row in data["results"]:
             if "refused" in row:
@@ -176,6 +215,14 @@ def render_comparison(results) -> None:
                           bound_counts(row), str(row["fused_groups"]), str(row["chips"]), format_percent(row["padding_waste"]),
                           f"{format_bytes(row['main_memory_bytes'])} {level}".strip(), escape(", ".join(row["fallbacks"]) or "-"))
         console.print(table)
+        ranked = ranking(data)
+        if len(ranked) > 1:
+            console.print("Which target is faster, and why (each target's fastest path; time × chips where chips differ):")
+            many_chips = len({r["chips"] for r in ranked}) > 1
+            for r in ranked:
+                chips = f", {plural(r['chips'], 'chip')}, {format_seconds(r['chip_s'])} × chips" if many_chips else ""
+                console.print(escape(f"  {r['rank']}. {r['target']} ({r['side']}): {format_seconds(r['time_s'])}, "
+                                     f"{r['slower']:.2f}× the fastest{chips}; top kernel {kernel_cause(r['top_kernel'])}"))
         pairs = pair_sections(data)
         for first, second, costs, _ in pairs:
             console.print(escape(f"What {path_label(second)} costs against {path_label(first)}, by kind of kernel (+ is slower):"))

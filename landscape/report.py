@@ -24,7 +24,7 @@ from hardware_models.compare import Comparison
 from hardware_models.cost.roofline import chip_shares, schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
 from landscape.outputs import dump_json
-from landscape.render import bound_counts, kind_deltas, pair_sections, path_label, xla_text
+from landscape.render import bound_counts, kernel_cause, kind_deltas, pair_sections, path_label, ranking, xla_text
 
 # How the page names a path in a sentence ("The PyTorch path: ...").
 PATH_NAMES = {"torch": "PyTorch", "jax": "JAX", "torch-xla": "torch-xla"}
@@ -39,9 +39,40 @@ DEFINITIONS = {
     "fused": "kernels that run more than one IR op (a fused group); kernels counts every launch",
     "other": "elementwise and reduction kernels: neither a contraction (matmul, convolution), pure data "
              "movement, a host fallback nor a chip-to-chip transfer",
-    "main memory": "bytes moved to and from the target's main memory: HBM on GPUs and TPUs, on-chip SRAM on "
-                   "the LPU and the wafer, LPDDR5 on Spyre",
+    "main-memory traffic": "bytes moved to and from the target's main memory: HBM on GPUs and TPUs, on-chip SRAM "
+                           "on the LPU and the wafer, LPDDR5 on Spyre",
+    "time × chips": "the time multiplied by the chips that run it (chip-seconds): what a program costs in "
+                    "hardware where targets need different chip counts",
+    "top kernel": "the kernel that takes the most time (time × repeats), its share of the program's time, what "
+                  "bounds it and its arithmetic intensity on main memory (FLOPs per main-memory byte)",
 }
+
+
+
+def _ranking_section(data: dict) -> str:
+    e = html.escape
+    ranked = ranking(data)
+    if not ranked:
+        return ""
+    details = data.get("target_details") or {}
+    many_chips = len({r["chips"] for r in ranked}) > 1
+    rows = "".join(
+        f"<tr data-rank='{r['rank']}' data-ranked='{e(r['target'])}'><td>{r['rank']}</td><td>{e(r['target'])}<br>"
+        f"<small>{e(details.get(r['target'], {}).get('kind', ''))}</small></td><td>{e(PATH_NAMES.get(r['side'], r['side']))}</td>"
+        f"<td>{format_seconds(r['time_s'])}</td><td>{r['slower']:.2f}×</td><td>{r['chips']}</td>"
+        + (f"<td>{format_seconds(r['chip_s'])}</td>" if many_chips else "")
+        + f"<td>{e(kernel_cause(r['top_kernel']))}</td></tr>" for r in ranked)
+    top = ranked[0]
+    answer = (f"{e(top['target'])} is the fastest ({format_seconds(top['time_s'])}, {e(PATH_NAMES.get(top['side'], top['side']))} path)"
+              + (f", {ranked[1]['slower']:.2f}× ahead of {e(ranked[1]['target'])}" if len(ranked) > 1 else "")
+              + f"; its time goes first to {e(kernel_cause(top['top_kernel']))}.")
+    if many_chips:
+        cheapest = min(ranked, key=lambda r: (r["chip_s"], r["target"]))
+        answer += f" Per chip-second the cheapest is {e(cheapest['target'])} ({format_seconds(cheapest['chip_s'])} × chips)."
+    return f"""<h3>Which target is faster, and why</h3>
+<p class="ranking-answer">{answer}</p>
+<table class="ranking"><tr><th>rank</th><th>target</th><th>fastest path</th><th>time</th><th>× the fastest</th><th>chips</th>{'<th>time × chips</th>' if many_chips else ''}<th>top kernel and its cause</th></tr>
+{rows}</table>"""
 
 
 def phase_dir(result: Comparison) -> str:
@@ -163,12 +194,14 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
         deltas = "".join(f"<tr><td>{e(t)}</td><td>{e(kind_deltas(d))}</td></tr>" for t, d in costs.items())
         hist = "".join(f"<tr><td>{e(op)}</td><td>{x}</td><td>{y}</td></tr>"
                        for op, (x, y) in sorted(diff["histogram"].items()) if x != y)
+        n_hist = sum(1 for x, y in diff["histogram"].values() if x != y)
         segments = "".join(f"<li>segment {d['segment']} after <code>{e(d['after'])}</code>: {e('; '.join(d['reasons']))}</li>"
                            for d in diff["divergences"])
         pairs.append(f"""<h3>What {e(path_label(b))} costs against {e(path_label(a))}, by kind of kernel</h3>
 <table><tr><th>target</th><th>{e(b)} − {e(a)}</th></tr>{deltas}</table>
 <h3>Where the IRs of {e(a)} and {e(b)} differ</h3>
-<table><tr><th>op</th><th>{e(a)}</th><th>{e(b)}</th></tr>{hist}</table>
+<details class="op-counts"><summary>op counts that differ ({n_hist} ops)</summary>
+<table><tr><th>op</th><th>{e(a)}</th><th>{e(b)}</th></tr>{hist}</table></details>
 <ul>{segments}</ul>""")
     order = {t: i for i, t in enumerate(data.get("targets", []))}  # the table's order, not the alphabet's
     side_order = {s: i for i, s in enumerate(data.get("sides", []))}
@@ -184,8 +217,9 @@ def _phase_section(result: Comparison, svgs: dict, files: set[str]) -> str:
 <h2>{heading}</h2>
 {''.join(f"<p class='note'>Note: {e(n)}</p>" for n in w.get("notes", []))}
 <p class="summary"></p>
+{_ranking_section(data)}
 <h3>Per target and side</h3>
-<table class="results"><tr><th>target</th><th>side</th><th>time</th><th>bound</th><th>kernels</th><th>compute/ memory/ schedule-bound</th><th>fused</th><th>chips</th><th>padding</th><th>main memory</th><th>fallbacks</th><th>files</th></tr>
+<table class="results"><tr><th>target</th><th>side</th><th>time</th><th>bound</th><th>kernels</th><th>compute/ memory/ schedule-bound</th><th>fused</th><th>chips</th><th>padding</th><th>main-memory traffic</th><th>fallbacks</th><th>files</th></tr>
 {''.join(rows)}</table>
 {''.join(pairs)}
 <h3>Rooflines</h3>

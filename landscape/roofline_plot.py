@@ -18,6 +18,7 @@ from hardware_models.cost.model import Estimate
 from hardware_models.cost.roofline import Point, ceilings, roofline_points
 from hardware_models.target import Target
 from reference.units import format_rate, format_seconds
+from landscape.render import short_label, short_scope
 from reference.ir.from_stablehlo import DATA_MOVEMENT
 
 MARKERS = {"compute": ("o", "tab:blue"), "memory": ("s", "tab:green"), "schedule": ("x", "tab:red")}
@@ -56,17 +57,6 @@ def biggest(est: Estimate, points: list[Point], count: int = NAMED) -> list[tupl
     return [(p, total.get(p.group, 0.0)) for p in ranked[:count]]
 
 
-def _scope(scope: str) -> str:
-    """Where a kernel comes from, short: 'jit(f)/mlp/dot_general' -> 'mlp'; 'linear.py:134' kept."""
-    parts = [p for p in scope.split("/") if p and not p.startswith("jit(")]
-    return "/".join(parts[:-1] if len(parts) > 1 else parts)
-
-
-def _short(label: str) -> str:
-    ops = [op.split(".", 1)[-1] for op in label.split("+")]
-    return ops[0] + (f" +{len(ops) - 1} fused" if len(ops) > 1 else "")
-
-
 def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Sequence[str | os.PathLike],
                   spans: dict[int, float] | None = None, shares: dict[int, int] | None = None) -> list[Point]:
     """Draw one chip's roofline to `path` (.png or .svg, by its suffix; a list of paths draws
@@ -84,7 +74,7 @@ def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Seque
 
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
     points = roofline_points(est, target.main_memory_level, spans, shares)
-    scopes = {g.group: _scope(g.scope) for g in est.groups}
+    scopes = {g.group: short_scope(g.scope) for g in est.groups}
     compute, memory = ceilings(target)
     level = target.main_memory_level.upper()
     lo = min([p.intensity for p in points] + [0.1]) / 2
@@ -106,7 +96,7 @@ def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Seque
     for rank, (p, seconds) in enumerate(biggest(est, points), start=1):
         ax.annotate(str(rank), (p.intensity, p.attained_flop_per_s), xytext=(5, 6 - 9 * (rank - 1)), textcoords="offset points", fontsize=8,
                     fontweight="bold")
-        names.append(f"{rank}. {_short(p.label)}{f' at {scopes[p.group]}' if scopes.get(p.group) else ''}: {format_seconds(seconds)}")
+        names.append(f"{rank}. {short_label(p.label)}{f' at {scopes[p.group]}' if scopes.get(p.group) else ''}: {format_seconds(seconds)}")
     if names:
         ax.text(0.01, 0.99, "largest kernels (time × repeats)\n" + "\n".join(names), transform=ax.transAxes, va="top",
                 ha="left", fontsize=7, bbox={"boxstyle": "round", "fc": "white", "ec": "0.8", "alpha": 0.9})

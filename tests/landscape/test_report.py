@@ -106,3 +106,53 @@ def test_the_report_of_a_block_repeated_four_times_carries_every_repeat(tmp_path
     one = estimate(_stack(1, 65, width=129), get_target("h100")).total
     h100 = next(r for r in comparison["results"] if r["target"] == "h100")
     assert h100["bytes"]["hbm"] == 4 * dict(one.bytes)["hbm"]  # nothing outside the block: 4 calls, 4x the bytes
+
+
+def test_each_phase_ranks_the_targets_and_names_the_top_kernel_and_its_cause(written):
+    """The ranking's rows are the targets, fastest first, each at its fastest path's time, and its
+    top kernel is the one with the most time x repeats in report.json."""
+    from landscape.render import kernel_cause, ranking
+
+    _, page, data = written
+    for comparison, section in zip(data["comparisons"], page.split('<section class="phase"')[1:]):
+        ranked = ranking(comparison)
+        assert [r["target"] for r in ranked] == sorted(TARGETS, key=lambda t: min(
+            r["time_s"] for r in comparison["results"] if r["target"] == t and "refused" not in r))
+        assert [r["time_s"] for r in ranked] == sorted(r["time_s"] for r in ranked) and ranked[0]["slower"] == 1.0
+        for r in ranked:
+            best = min((x for x in comparison["results"] if x["target"] == r["target"]), key=lambda x: x["time_s"])
+            assert r["side"] == best["side"] and r["top_kernel"] == best["top_kernel"]
+            top = best["top_kernel"]
+            assert 0 < top["time_s"] <= best["time_s"] * (1 + 1e-9) and top["share"] == pytest.approx(top["time_s"] / best["time_s"])
+        table = section[section.index('<table class="ranking">'):]
+        table = table[:table.index("</table>")]
+        assert re.findall(r"data-ranked='([^']+)'", table) == [r["target"] for r in ranked]
+        assert html_text(kernel_cause(ranked[0]["top_kernel"])) in html_text(table)
+        assert f"{ranked[0]['target']} is the fastest" in section
+
+
+def test_the_top_kernel_is_the_largest_by_time_times_repeats():
+    from hardware_models.compare import SideResult
+    from hardware_models.cost.model import Cost, Estimate, GroupCost
+
+    groups = (GroupCost(0, "contraction", ("stablehlo.dot_general",), "mlp", 1, Cost(flops=10, time_s=3.0, compute_s=3.0, bytes=(("hbm", 5),))),
+              GroupCost(1, "other", ("stablehlo.transpose", "stablehlo.add"), "jit(f)/attn/transpose", 4,
+                        Cost(flops=2, time_s=1.0, memory_s=(("hbm", 1.0),), bytes=(("hbm", 40),))))
+    top = SideResult("jax", "h100", "hbm", estimate=Estimate("h100", "p", groups)).top_kernel()
+    assert top["group"] == 1 and top["time_s"] == 4.0 and top["share"] == pytest.approx(4 / 7)
+    assert top["bound"] == "memory" and top["intensity"] == pytest.approx(2 / 40)
+    from landscape.render import kernel_cause
+
+    assert kernel_cause(top) == "4.00 s (57%) in transpose +1 fused (attn): memory-bound at 0.05 FLOP/B"
+
+
+def test_main_memory_traffic_is_named_so_and_the_op_counts_are_collapsed(written):
+    _, page, _ = written
+    assert "<th>main-memory traffic</th>" in page and "<th>main memory</th>" not in page
+    assert '<details class="op-counts">' in page and "<details class=\"op-counts\" open" not in page
+
+
+def html_text(fragment: str) -> str:
+    import html
+
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
