@@ -184,7 +184,7 @@ def _said(side: str, lowering):
               help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (XLA's optimized HLO, CPU backend: jax's, or "
                    "torch-xla's own from its lazy-tensor graph); torch-xla has stablehlo, ir and xla.")
 @shape_options
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump under DIR instead of printing it.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump to DIR/NAME.SIDE.STAGE.txt (the stablehlo stage: .mlir, which --from-file reads) instead of printing it.")
 @click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
 def hlo(name, side, stage, shapes, dtype, flat, allow_beyond_context, out_dir, from_file) -> None:
     """Print one stage of NAME's lowering on one side (or of a StableHLO file)."""
@@ -206,10 +206,16 @@ def hlo(name, side, stage, shapes, dtype, flat, allow_beyond_context, out_dir, f
     if out_dir is not None:
         from pathlib import Path
 
-        path = write_file(Path(out_dir) / f"{lowering.name}.{lowering.side}.{stage}.txt", text)
+        path = write_file(Path(out_dir) / hlo_file_name(lowering.name, lowering.side, stage), text)
         click.echo(f"wrote {path}")
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+def hlo_file_name(name: str, side: str, stage: str) -> str:
+    """What `hlo --out` names a stage's file: NAME.SIDE.STAGE.txt, and NAME.SIDE.stablehlo.mlir for
+    the StableHLO stage, which `--from-file` reads back."""
+    return f"{name}.{side}.{stage}." + ("mlir" if stage == "stablehlo" else "txt")
 
 
 @cli.command()

@@ -139,7 +139,9 @@ def test_stats_json_has_the_documented_keys(capsys):
 def test_hlo_writes_every_jax_stage_under_out(tmp_path, capsys):
     for stage in ("jaxpr", "stablehlo", "ir", "xla"):
         assert cli.main(["hlo", "softmax", "--side", "jax", "--stage", stage, "--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"softmax.jax.{s}.txt" for s in ("ir", "jaxpr", "stablehlo", "xla")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"softmax.jax.{s}" for s in ("ir.txt", "jaxpr.txt", "stablehlo.mlir", "xla.txt")]
+    # the StableHLO file is what --from-file reads
+    assert cli.main(["stats", "--from-file", str(tmp_path / "softmax.jax.stablehlo.mlir")]) == 0
 
 
 @pytest.mark.torch
