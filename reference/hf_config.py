@@ -17,11 +17,18 @@ name, with the value that would be accepted: sliding-window attention, an o_proj
 (attention_bias, mlp_bias), an activation other than the style's, a RoPE scaling other than
 llama3's. Fields that do not change the computation (token ids, torch_dtype, architectures, ...)
 are not read.
+
+A hostile or broken file is refused, naming the field and what is accepted, never a traceback and
+never numbers from nonsense: sizes past LIMITS, heads that do not divide the width (unless
+head_dim is given), KV heads that do not divide the heads, more experts per token than experts,
+a NaN, infinite or non-positive eps or theta, rope_scaling or rope_parameters that are not
+objects, llama3 scaling factors out of order, JSON nested past Python's recursion limit.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from reference.models import BadModelFile, ModelConfig
@@ -30,6 +37,10 @@ LLAMA_TYPES = ("llama", "mistral", "qwen2", "mixtral")
 SUPPORTED = (*LLAMA_TYPES, "gpt2")
 ROPE_TYPES = ("default", "llama3")
 LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+# Plausibility limits, not hardware limits: each an order of magnitude or more past the largest
+# published model's (Llama-3.1-405B: width 16,384, d_ff 53,248, 126 layers, 128 heads; vocabularies
+# of 256K; contexts of 10M tokens), so that a typo or a hostile 1e30 is refused before it is costed.
+LIMITS = {"width": 1 << 20, "layers": 1 << 14, "heads": 1 << 14, "vocab": 1 << 24, "positions": 1 << 30, "experts": 1 << 16}
 
 
 def model_name(path: str) -> str:
@@ -54,6 +65,8 @@ def read_config(path: str) -> dict:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise BadModelFile(f"{path}: not a JSON config ({type(err).__name__}: {str(err).splitlines()[0]})") from err
+    except RecursionError as err:  # arrays or objects nested thousands deep
+        raise BadModelFile(f"{path}: not a JSON config (nested too deep to read); a config.json is one flat object") from err
     if not isinstance(raw, dict):
         raise BadModelFile(f"{path}: a config.json holds one JSON object, got {type(raw).__name__}")
     return raw
@@ -70,31 +83,53 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
     if kind not in SUPPORTED:
         raise BadModelFile(f"{name}: model_type {kind!r} is not supported; valid: {', '.join(SUPPORTED)}")
 
-    def get(key: str, typ=int, default=None):
+    def get(key: str, typ=int, default=None, limit: str | None = None):
         value = raw.get(key, default)
         if value is None:
             raise BadModelFile(f"{name}: missing field {key!r} (a {kind} config has it)")
         ok = isinstance(value, typ) and not isinstance(value, bool) if typ is not bool else isinstance(value, bool)
         if typ is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
-        if not ok or (typ in (int, float) and value <= 0):
+        if not ok or (typ in (int, float) and not (value > 0 and math.isfinite(value))):
             raise BadModelFile(f"{name}: field {key!r} is {value!r}; expected a positive {typ.__name__}"
                                if typ is not bool else f"{name}: field {key!r} is {value!r}; expected true or false")
+        if limit is not None and value > LIMITS[limit]:
+            raise BadModelFile(f"{name}: field {key!r} is {value:,}; expected at most {LIMITS[limit]:,} (a plausibility limit)")
         return value
+
+    def number(key: str, value, default: float) -> float:
+        """A positive finite float field (JSON numbers only: a string, NaN or infinity is refused)."""
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+            raise BadModelFile(f"{name}: field {key!r} is {value!r}; expected a positive finite number")
+        return float(value)
+
+    def obj(key: str) -> dict:
+        value = raw.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise BadModelFile(f"{name}: field {key!r} is {value!r:.80}; expected an object (or null)")
+        return value or {}
 
     def refuse(key: str, value, accepted: str):
         raise BadModelFile(f"{name}: field {key!r} = {value!r} is not modelled; accepted: {accepted}")
+
+    def divides(part: str, whole: str, a: int, b: int, fix: str):
+        if b % a:
+            raise BadModelFile(f"{name}: {part} = {a} does not divide {whole} = {b}; {fix}")
 
     source = source or f"a Hugging Face config ({name})"
     if kind == "gpt2":
         if raw.get("activation_function", "gelu_new") != "gelu_new":
             refuse("activation_function", raw["activation_function"], '"gelu_new" (the tanh GELU)')
-        d = get("n_embd")
+        d, heads = get("n_embd", limit="width"), get("n_head", limit="heads")
+        divides("n_head", "n_embd", heads, d, "GPT-2's heads are n_embd / n_head wide")
         inner = raw.get("n_inner")
-        return ModelConfig(name=name, source=source, style="gpt2", d_model=d, n_layers=get("n_layer"), n_heads=get("n_head"),
-                           n_kv_heads=get("n_head"), d_ff=get("n_inner") if inner is not None else 4 * d,
-                           vocab=get("vocab_size"), norm_eps=get("layer_norm_epsilon", float, 1e-5),
-                           max_positions=get("n_positions"), tie_embeddings=get("tie_word_embeddings", bool, True))
+        return ModelConfig(name=name, source=source, style="gpt2", d_model=d, n_layers=get("n_layer", limit="layers"),
+                           n_heads=heads, n_kv_heads=heads, d_ff=get("n_inner", limit="width") if inner is not None else 4 * d,
+                           vocab=get("vocab_size", limit="vocab"), norm_eps=get("layer_norm_epsilon", float, 1e-5),
+                           max_positions=get("n_positions", limit="positions"),
+                           tie_embeddings=get("tie_word_embeddings", bool, True))
     if raw.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", raw["hidden_act"], '"silu" (SwiGLU)')
     for key in ("attention_bias", "mlp_bias"):
@@ -103,8 +138,9 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
     window = raw.get("sliding_window")
     if window is not None and (kind != "qwen2" or raw.get("use_sliding_window")):
         refuse("sliding_window", window, "null (full attention)")
-    rope = raw.get("rope_parameters") or {}
-    scaling = raw.get("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
+    rope = obj("rope_parameters")
+    positions = get("max_position_embeddings", limit="positions")
+    scaling = obj("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
     if scaling is not None:
         rope_type = scaling.get("rope_type", scaling.get("type"))
         if rope_type not in ROPE_TYPES:
@@ -113,16 +149,35 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         missing = [k for k in LLAMA3_KEYS if scaling is not None and k not in scaling]
         if missing:
             raise BadModelFile(f"{name}: rope_scaling of type llama3 lacks {', '.join(missing)}")
-    theta = rope.get("rope_theta", raw.get("rope_theta", 10000.0))
-    heads = get("num_attention_heads")
-    head_dim = raw.get("head_dim") or 0
-    experts = {"n_experts": get("num_local_experts"), "top_k": get("num_experts_per_tok")} if kind == "mixtral" else {}
-    return ModelConfig(name=name, source=source, style="llama", d_model=get("hidden_size"), n_layers=get("num_hidden_layers"),
-                       n_heads=heads, n_kv_heads=get("num_key_value_heads", int, heads), d_ff=get("intermediate_size"),
-                       vocab=get("vocab_size"), norm_eps=get("rms_norm_eps", float, 1e-6),
-                       max_positions=get("max_position_embeddings"), rope_theta=float(theta),
+        if scaling is not None:
+            factors = {k: number(f"rope_scaling.{k}", scaling[k], 0.0) for k in LLAMA3_KEYS}
+            original = scaling["original_max_position_embeddings"]
+            if not isinstance(original, int) or isinstance(original, bool) or original > positions:
+                raise BadModelFile(f"{name}: field 'rope_scaling.original_max_position_embeddings' is {original!r}; "
+                                   f"expected an integer at most max_position_embeddings ({positions:,})")
+            if factors["factor"] < 1 or factors["high_freq_factor"] <= factors["low_freq_factor"]:
+                raise BadModelFile(f"{name}: rope_scaling of type llama3 needs factor >= 1 and high_freq_factor > "
+                                   f"low_freq_factor; got {factors['factor']:g}, {factors['high_freq_factor']:g} and "
+                                   f"{factors['low_freq_factor']:g}")
+    theta = number("rope_theta", rope.get("rope_theta", raw.get("rope_theta")), 10000.0)
+    d, heads = get("hidden_size", limit="width"), get("num_attention_heads", limit="heads")
+    kv_heads = get("num_key_value_heads", int, heads, limit="heads")
+    head_dim = get("head_dim", limit="width") if raw.get("head_dim") is not None else 0
+    if not head_dim:
+        divides("num_attention_heads", "hidden_size", heads, d, "give head_dim, or heads that divide the width")
+    divides("num_key_value_heads", "num_attention_heads", kv_heads, heads, "each KV head serves a whole group of query heads")
+    experts = {}
+    if kind == "mixtral":
+        experts = {"n_experts": get("num_local_experts", limit="experts"), "top_k": get("num_experts_per_tok", limit="experts")}
+        if experts["top_k"] > experts["n_experts"]:
+            raise BadModelFile(f"{name}: num_experts_per_tok = {experts['top_k']} is more than num_local_experts = "
+                               f"{experts['n_experts']}; expected 1 to {experts['n_experts']}")
+    return ModelConfig(name=name, source=source, style="llama", d_model=d, n_layers=get("num_hidden_layers", limit="layers"),
+                       n_heads=heads, n_kv_heads=kv_heads, d_ff=get("intermediate_size", limit="width"),
+                       vocab=get("vocab_size", limit="vocab"), norm_eps=get("rms_norm_eps", float, 1e-6),
+                       max_positions=positions, rope_theta=theta,
                        tie_embeddings=get("tie_word_embeddings", bool, False), qkv_bias=kind == "qwen2",
-                       head_dim=int(head_dim), rope_scaling=scaling, **experts)
+                       head_dim=head_dim, rope_scaling=scaling, **experts)
 
 
 def load_config_file(path: str) -> ModelConfig:

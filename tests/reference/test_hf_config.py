@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -142,3 +143,75 @@ def test_a_name_the_os_cannot_stat_is_no_path_and_no_crash(name):
             resolve_model(name)
     else:
         assert resolve_model(name) == name  # left to the lookup, which names the valid models
+
+
+def _deep(n: int) -> str:
+    return '{"model_type": "llama", "x": ' + "[" * n + "]" * n + "}"
+
+
+# Each hostile change to Llama-3.2-1B's config (issue 34's corpus: 13 gave tracebacks, 8 were
+# accepted silently) and the words its one-line refusal must hold.
+HOSTILE = [
+    ({"hidden_size": 1e30}, "'hidden_size' is 1e+30; expected a positive int"),
+    ({"hidden_size": 10**30}, "expected at most 1,048,576"),
+    ({"num_hidden_layers": 10**9}, "'num_hidden_layers' is 1,000,000,000; expected at most"),
+    ({"vocab_size": 2**40}, "'vocab_size'"),
+    ({"num_attention_heads": 30, "num_key_value_heads": 6, "head_dim": None}, "num_attention_heads = 30 does not divide hidden_size = 2048"),
+    ({"num_key_value_heads": 5}, "num_key_value_heads = 5 does not divide num_attention_heads = 32"),
+    ({"num_key_value_heads": 64}, "num_key_value_heads = 64 does not divide"),
+    ({"rope_theta": "500000"}, "'rope_theta' is '500000'; expected a positive finite number"),
+    ({"rope_theta": float("inf")}, "'rope_theta' is inf"),
+    ({"rope_theta": -1.0}, "'rope_theta' is -1.0"),
+    ({"rope_theta": float("nan")}, "'rope_theta' is nan"),
+    ({"rms_norm_eps": float("nan")}, "'rms_norm_eps' is nan"),
+    ({"rope_scaling": "llama3"}, "'rope_scaling' is 'llama3'; expected an object"),
+    ({"rope_scaling": None, "rope_parameters": [1, 2]}, "'rope_parameters' is [1, 2]; expected an object"),
+    ({"head_dim": -64}, "'head_dim' is -64; expected a positive int"),
+    ({"head_dim": "64"}, "'head_dim' is '64'"),
+    ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "factor": "32"}}, "'rope_scaling.factor' is '32'"),
+    ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "low_freq_factor": 8.0}}, "high_freq_factor > low_freq_factor"),
+    ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "original_max_position_embeddings": 10**9}},
+     "'rope_scaling.original_max_position_embeddings' is 1000000000"),
+    ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "factor": 0.5}}, "factor >= 1"),
+]
+
+
+@pytest.mark.parametrize("change, needle", HOSTILE, ids=[next(iter(c)) + f"-{i}" for i, (c, _) in enumerate(HOSTILE)])
+def test_a_hostile_llama_config_is_refused_naming_the_field(change, needle):
+    with pytest.raises(BadModelFile) as err:
+        config_from_hf({**LLAMA_32_1B, **change}, "mine")
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("raw, needle", [
+    ({**MIXTRAL, "num_experts_per_tok": 9}, "num_experts_per_tok = 9 is more than num_local_experts = 8"),
+    ({**GPT2, "n_head": 7}, "n_head = 7 does not divide n_embd = 768"),
+    ({**GPT2, "layer_norm_epsilon": float("inf")}, "'layer_norm_epsilon' is inf"),
+])
+def test_hostile_moe_and_gpt2_configs_are_refused(raw, needle):
+    with pytest.raises(BadModelFile, match=re.escape(needle)):
+        config_from_hf(raw, "mine")
+
+
+def test_an_explicit_head_dim_lets_heads_not_divide_the_width():
+    cfg = config_from_hf({**LLAMA_32_1B, "num_attention_heads": 24, "num_key_value_heads": 8, "head_dim": 128}, "mine")
+    assert (cfg.n_heads, cfg.head_dim) == (24, 128)
+
+
+def test_json_nested_thousands_deep_is_one_line(tmp_path):
+    from reference.hf_config import read_config
+
+    path = tmp_path / "config.json"
+    path.write_text(_deep(100_000))
+    with pytest.raises(BadModelFile, match="nested too deep"):
+        read_config(str(path))
+
+
+def test_a_hostile_config_from_the_cli_exits_2_in_one_line(tmp_path, capfd):
+    from landscape import cli
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**LLAMA_32_1B, "num_key_value_heads": 5}))
+    assert cli.main(["predict", "--model", str(path), "--target", "h100"]) == 2
+    err = capfd.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "num_key_value_heads = 5 does not divide" in err and "Traceback" not in err
