@@ -265,8 +265,20 @@ def test_roofline_writes_the_figure(tmp_path, suffix, capsys):
 def test_estimate_writes_a_chrome_trace_for_the_lpu(tmp_path, capsys):
     path = tmp_path / "trace.json"
     assert cli.main(["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--trace", str(path)]) == 0
-    events = json.loads(path.read_text())["traceEvents"]
+    trace = json.loads(path.read_text())
+    events = trace["traceEvents"]
     assert {e["args"]["name"] for e in events if e["name"] == "thread_name"} >= {"MXM", "VXM"}
+    assert trace["displayTimeUnit"] == "ms" and trace["otherData"]["ts_unit"] == "us"  # ts in µs, shown as µs
+
+
+def test_estimate_traces_each_chip_of_a_partitioned_lpu_plan_as_its_own_process(tmp_path, capsys):
+    path = tmp_path / "trace.json"
+    assert cli.main(["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--chips", "3", "--trace", str(path)]) == 0
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+    assert sorted(names) == [0, 1, 2] and all(names[c].startswith(f"chip {c} ") for c in names)
+    assert {e["pid"] for e in events if e["ph"] == "X" and e["cat"] != "transfer"} == {0, 1, 2}
+    assert [e["pid"] for e in events if e.get("name") == "stage hop"] == [0, 1]
 
 
 def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(capsys):

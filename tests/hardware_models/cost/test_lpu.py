@@ -1,8 +1,10 @@
-"""The LPU cost: times sum to the schedule's makespan; transfers by their formula; a trace that repeats."""
+"""The LPU cost: times sum to the schedule's makespan; transfers by their formula; a trace that
+repeats, in microseconds, with one process per chip and the pipeline laid out across them."""
 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -13,6 +15,7 @@ from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Partition
 from hardware_models.target import get_target
 from hardware_models.trace import chrome_trace
+from reference.ir.graph import DotDims, Function, Module, Op, TensorType
 from tests.hardware_models.programs import linear_gelu
 
 GROQ = get_target("groq-lpu")
@@ -41,6 +44,165 @@ def test_the_trace_is_byte_identical_across_runs_and_has_one_event_per_op():
     assert first == second
     events = [e for e in json.loads(first)["traceEvents"] if e["ph"] == "X"]
     assert sorted(e["name"] for e in events) == ["add", "dot_general", "logistic", "multiply"]
+
+
+def _layered(layers: int) -> Module:
+    """main: an exp (before the layers), `call @block` x layers (a 64 x 128 by 128 x 128 f16
+    GEMM, an exp, a transpose there and back), a negate (after them)."""
+    x, w, xt = TensorType((64, 128), "f16"), TensorType((128, 128), "f16"), TensorType((128, 64), "f16")
+    dims = DotDims((), (), (1,), (0,))
+    body = Function("block", (("%x", x), ("%w", w)), (x,), (
+        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
+        Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
+        Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
+        Op("func.return", (), (), ("%3",), (x,)),
+    ))
+    main = Function("main", (("%a", x), ("%w", w)), (x,), (
+        Op("stablehlo.exponential", ("%0",), (x,), ("%a",), (x,)),
+        Op("func.call", ("%1",), (x,), ("%0", "%w"), (x, w), callee="block", trip_count=layers),
+        Op("stablehlo.negate", ("%2",), (x,), ("%1",), (x,)),
+        Op("func.return", (), (), ("%2",), (x,)),
+    ))
+    return Module((main, body))
+
+
+def _ops(trace: dict) -> list[dict]:
+    """The op events (no metadata, no transfers), in the order the trace lists them."""
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "transfer"]
+
+
+def _by_chip(trace: dict) -> dict[int, list[dict]]:
+    chips: dict[int, list[dict]] = {}
+    for e in _ops(trace):
+        chips.setdefault(e["pid"], []).append(e)
+    return chips
+
+
+def _start(e: dict) -> int:
+    """The cycle an event starts at on the trace's clock (compared as integers, not as µs floats)."""
+    return e["args"]["trace_cycle"]
+
+
+def _end(e: dict) -> int:
+    """The cycle an event ends at: an op's drawn cycles (at least one), a transfer's cycles."""
+    a = e["args"]
+    return a["trace_cycle"] + max(a["finish_cycle"] - a["start_cycle"] if "finish_cycle" in a else a["cycles"], 1)
+
+
+def _cycles(plan, label: str, target) -> int:
+    (group,) = [g for g in plan.groups if g.label == label]
+    return math.ceil(round(transfer_seconds(plan, group, target) * target["chip.clock_hz"], 6))
+
+
+def test_trace_times_are_microseconds_and_say_so():
+    """ts and dur are µs (the trace-event format's unit) and displayTimeUnit is "ms", the
+    default that shows µs as µs: ts = start cycle / clock x 1e6 on one chip, and on several the
+    event's trace_cycle (its start cycle plus its layer's place in the pipeline) / clock x 1e6."""
+    one = chrome_trace(compile_plan(linear_gelu(512, 640, 320, "f16"), GROQ), GROQ)
+    many = chrome_trace(compile_plan(_layered(7), GROQ, chips=3), GROQ)
+    clock = GROQ["chip.clock_hz"]
+    for trace in (one, many):
+        assert trace["displayTimeUnit"] == "ms" and trace["otherData"] == {"target": "groq-lpu", "clock_hz": clock, "ts_unit": "us"}
+    assert _ops(one)
+    for e in _ops(one):
+        a = e["args"]
+        assert e["ts"] == a["start_cycle"] / clock * 1e6 and a["trace_cycle"] == a["start_cycle"]
+        assert e["dur"] == max(a["finish_cycle"] - a["start_cycle"], 1) / clock * 1e6
+    for e in many["traceEvents"]:
+        if e["ph"] == "X":
+            assert e["ts"] == e["args"]["trace_cycle"] / clock * 1e6
+    for e in _ops(many):
+        a = e["args"]
+        assert e["dur"] == max(a["finish_cycle"] - a["start_cycle"], 1) / clock * 1e6
+        assert a["trace_cycle"] >= a["start_cycle"]
+
+
+def test_each_chip_is_a_process_running_the_layers_the_partition_gives_it():
+    """7 layers over 3 chips (3 stages of 1): chip k is pid k, named "chip k" with its block
+    and layers; layer i runs on stage i * 3 // 7 (3, 2 and 2 layers), each layer once with every
+    op of the block; main's exp runs first on chip 0, its negate last on the last chip."""
+    plan = compile_plan(_layered(7), GROQ, chips=3)
+    assert (plan.partition.chips, plan.partition.stages, plan.partition.layers) == (3, 3, 7)
+    trace = chrome_trace(plan, GROQ)
+    names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
+    block = next(g.instance for g in plan.groups if g.repeats == 7)
+    assert names == {0: f"chip 0 (stage 0): main, {block} layers 0-2", 1: f"chip 1 (stage 1): {block} layers 3-4",
+                     2: f"chip 2 (stage 2): {block} layers 5-6, main"}
+    block_ops = sorted(g.id for g in plan.groups if g.instance == block)
+    assert len(block_ops) == 4
+    for layer in range(7):
+        events = [e for e in _ops(trace) if e["args"].get("layer") == layer]
+        assert {e["pid"] for e in events} == {layer * 3 // 7}
+        assert sorted(e["args"]["group"] for e in events) == block_ops
+    chips = _by_chip(trace)
+    main = [e for e in _ops(trace) if "layer" not in e["args"]]
+    assert [(e["name"], e["pid"]) for e in main] == [("exponential", 0), ("negate", 2)]
+    assert _start(main[0]) == 0 and all(_end(main[0]) <= _start(e) for e in chips[0] if e is not main[0])
+    assert all(_end(e) <= _start(main[1]) for e in chips[2] if e is not main[1])
+
+
+def test_chip_k_starts_after_chip_k_minus_1_and_the_stage_hop():
+    """The pipeline in order: chip k's first op starts once chip k-1's last op has ended and one
+    stage hop (cost/lpu.py's time, in whole cycles, on chip k-1's C2C thread) has passed; layer
+    i + 1 starts after layer i; the trace draws the stages - 1 hops the cost counts."""
+    plan = compile_plan(_layered(7), GROQ, chips=3)
+    trace = chrome_trace(plan, GROQ)
+    hop = _cycles(plan, "stage hop", GROQ)
+    hops = [e for e in trace["traceEvents"] if e.get("name") == "stage hop"]
+    assert [(e["pid"], e["args"]["to_chip"], e["args"]["cycles"]) for e in hops] == [(0, 1, hop), (1, 2, hop)]
+    assert len(hops) == next(g.repeats for g in plan.groups if g.label == "stage hop")
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "thread_name"}
+    assert {threads[(e["pid"], e["tid"])] for e in hops} == {"C2C"}
+    chips = _by_chip(trace)
+    for k in (1, 2):
+        first, before = min(_start(e) for e in chips[k]), max(_end(e) for e in chips[k - 1])
+        assert first >= before and first == before + hop
+        assert _start(hops[k - 1]) == before and first == _end(hops[k - 1])
+    for layer in range(6):
+        this = [e for e in _ops(trace) if e["args"].get("layer") == layer]
+        after = [e for e in _ops(trace) if e["args"].get("layer") == layer + 1]
+        assert min(_start(e) for e in after) >= max(_end(e) for e in this)
+
+
+def test_chips_sharing_a_layer_each_run_it_and_end_it_with_two_all_reduces():
+    """A layer's weights over one chip's SRAM (tensor_parallel 2): 9 chips are 5 stages (the last
+    of one chip), layer i on stage i * 5 // 7; every chip of a stage runs its layers, each ended
+    by two all-reduces on that chip's C2C thread as long as cost/lpu.py's (in whole cycles)."""
+    target = GROQ.with_overrides({"levels.sram.bytes": 32000 / 0.9})
+    plan = compile_plan(_layered(7), target, chips=9)
+    p = plan.partition
+    assert (p.chips, p.tensor_parallel, p.stages) == (9, 2, 5)
+    trace = chrome_trace(plan, target)
+    reduce = _cycles(plan, "all-reduce", target)
+    stage_chips = {0: [0, 1], 1: [2, 3], 2: [4, 5], 3: [6, 7], 4: [8]}
+    for layer in range(7):
+        chips = stage_chips[layer * 5 // 7]
+        events = [e for e in _ops(trace) if e["args"].get("layer") == layer]
+        assert sorted({e["pid"] for e in events}) == chips
+        reduces = [e for e in trace["traceEvents"] if e.get("name") == "all-reduce" and e["args"]["layer"] == layer]
+        assert sorted(e["pid"] for e in reduces) == sorted(2 * chips)
+        assert {e["args"]["cycles"] for e in reduces} == {reduce}
+        assert min(_start(e) for e in reduces) >= max(_end(e) for e in events)
+    assert len([e for e in trace["traceEvents"] if e.get("name") == "stage hop"]) == p.stages - 1
+
+
+def test_a_program_without_layers_is_split_over_the_chips_in_program_order():
+    """No layer call: the scheduled kernels go to the stages in program order (kernel j of 4 on
+    stage j * 3 // 4), each op once, and chip k starts after chip k-1 has finished."""
+    plan = compile_plan(linear_gelu(512, 640, 320, "f16"), GROQ, chips=3)
+    trace = chrome_trace(plan, GROQ)
+    scheduled = [g.id for g in plan.groups if g.id in plan.schedule]
+    assert len(scheduled) == 4
+    assert [(e["args"]["group"], e["pid"]) for e in _ops(trace)] == [(g, j * 3 // 4) for j, g in enumerate(scheduled)]
+    chips = _by_chip(trace)
+    assert all(min(_start(e) for e in chips[k]) >= max(_end(e) for e in chips[k - 1]) for k in (1, 2))
+
+
+def test_a_multi_chip_trace_is_byte_identical_across_runs():
+    first = json.dumps(chrome_trace(compile_plan(_layered(7), GROQ, chips=3), GROQ))
+    second = json.dumps(chrome_trace(compile_plan(_layered(7), GROQ, chips=3), GROQ))
+    assert first == second
 
 
 @pytest.mark.parametrize("n", [1, 63, 65, 129, 320])
