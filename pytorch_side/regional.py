@@ -15,8 +15,10 @@ The recipe, in five steps:
        with trip_count = the stack's length, its weights standing for that many layers' weights.
 Time and memory are those of a two-layer export and a one-layer lowering, whatever the depth.
 A module that runs ops of its own between layers is refused, and lowering it flat
-(`regional=False`) is the way. HF llama-3.2-1b: 2.2 s against 8.2 s flat, with the same FLOPs
-(benchmarks/hf_lowering.py).
+(`regional=False`) is the way; torch.export's assertions (`ASSERTIONS`, no-ops) are none. Layers
+that read different tensors of the module's (Gemma-2's sliding-window and full attention masks)
+are lowered as the first, and a note says so. HF llama-3.2-1b: 2.2 s against 8.2 s flat, with the
+same FLOPs (benchmarks/hf_lowering.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,22 @@ from reference.ir.compose import Wire, compose_stack
 from reference.lowering import Lowering
 
 REGION = "landscape_stack_layer"  # the FX annotation key marking the layer's ops
+
+# torch.export's assertions: each checks a tensor's metadata (dtype, shape, device) or a symbolic
+# int's range at run time and returns nothing (schema `-> ()`): no op reads it, and it computes
+# nothing to cost. torch.export adds them after tracing, without the FX annotation of the op they
+# guard (Gemma-2's RMSNorm's `self.weight.float()` gets an `_assert_tensor_metadata` inside the
+# layer), so they are no op of the module's own wherever they stand: the checks let them through,
+# and they are dropped from the graph before it is split (none is wired between parts). Re-exporting
+# a part adds its own again, which torch-mlir lowers to nothing: no StableHLO op, nothing costed.
+ASSERTIONS = (
+    torch.ops.aten._assert_tensor_metadata.default,
+    torch.ops.aten._assert_scalar.default,
+    torch.ops.aten._assert_async.default,
+    torch.ops.aten._assert_async.msg,
+    torch.ops.aten.sym_constrain_range.default,
+    torch.ops.aten.sym_constrain_range_for_size.default,
+)
 
 
 def _signature(module: nn.Module) -> tuple:
@@ -95,9 +113,27 @@ def _region(node):
     return node.meta.get("custom", {}).get(REGION)
 
 
-def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, inputs, name: str) -> None:
+def _is_assertion(node) -> bool:
+    """An assertion of torch.export's (ASSERTIONS) that no op reads."""
+    return node.op == "call_function" and node.target in ASSERTIONS and not node.users
+
+
+def _drop_assertions(graph_module) -> int:
+    """Erase the graph's assertions (`_is_assertion`); returns how many were erased."""
+    dropped = [n for n in graph_module.graph.nodes if _is_assertion(n)]
+    for node in dropped:
+        graph_module.graph.erase_node(node)
+    if dropped:
+        graph_module.recompile()
+    return len(dropped)
+
+
+def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, inputs, name: str) -> tuple[str, ...]:
     """Export the module cut to two layers (no torch-mlir) and check that no op of its own runs
     between them: what runs there runs once per layer, which one layer's cut cannot show.
+    Returns a note where the two layers read different tensors the module computed before the
+    stack (Gemma-2's alternating sliding-window and full attention masks): every call of the
+    lowered layer reads the first layer's.
 
     Raises:
         LoweringFailed: such ops, named, with the fix.
@@ -113,10 +149,21 @@ def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, i
     second = [i for i, n in enumerate(nodes) if _region(n) == 1]
     if not first or not second:
         raise LoweringFailed(f"{name}: regional lowering: a layer of {path} made no op")
-    stray = [n.name for n in nodes[first[-1] + 1 : second[0]] if _region(n) is None]
+    stray = [n.name for n in nodes[first[-1] + 1 : second[0]] if _region(n) is None and not _is_assertion(n)]
     if stray:
         raise LoweringFailed(f"{name}: regional lowering: ops of the module's own run between two layers of {path} "
                              f"({', '.join(stray[:3])}); lower it flat (regional=False)")
+    # The module's own tensors each layer reads (not weights or inputs, nor the layer before's):
+    # the second may read fewer (the first reads the stack's input, the second the first's output),
+    # never one the first does not.
+    reads = [{a.name for i in idx for a in nodes[i].all_input_nodes if a.op != "placeholder" and _region(a) is None}
+             for idx in (first, second)]
+    if reads[1] - reads[0]:
+        return ((f"the layers of {path} read different tensors computed before the stack (layer 1 reads "
+                 f"{', '.join(sorted(reads[1] - reads[0])[:3])}, layer 0 does not; Gemma-2's sliding-window and full "
+                 "attention masks, say): every call of the lowered layer reads layer 0's; lower it flat "
+                 "(regional=False) for each layer's own"),)
+    return ()
 
 
 def _parts(graph) -> dict[str, int]:
@@ -131,7 +178,7 @@ def _parts(graph) -> dict[str, int]:
     if not marked:
         raise LoweringFailed("regional lowering: the stack's first layer made no op")
     first, last = marked[0], marked[-1]
-    stray = [n.name for n in nodes[first : last + 1] if _region(n) is None]
+    stray = [n.name for n in nodes[first : last + 1] if _region(n) is None and not _is_assertion(n)]
     if stray:
         raise LoweringFailed(f"regional lowering: ops of the module's own run inside the layer's ({', '.join(stray[:3])}); "
                              "lower it flat (regional=False)")
@@ -177,13 +224,13 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
                              "the module has none (lower it flat: regional=False)")
     path, stack = found
     state = [*module.named_parameters(), *module.named_buffers()]  # before the cut: every layer's
-    notes: list[str] = []
-    _check_nothing_between(module, path, stack, example_inputs, name)
+    notes = list(_check_nothing_between(module, path, stack, example_inputs, name))
     with _cut(module, path, stack, 1), fx_traceback.preserve_node_meta():
         cut_state = [k for k, _ in (*module.named_parameters(), *module.named_buffers())]
         n_params = len(list(module.parameters()))
         exported = export_module(module, *example_inputs, name=name, notes=notes)
     gm = exported.graph_module
+    _drop_assertions(gm)
     part_of = _parts(gm.graph)
     top = split_module(gm, None, lambda node: part_of[node.name], keep_original_order=True)
     placeholders = [n for n in top.graph.nodes if n.op == "placeholder"]
