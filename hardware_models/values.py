@@ -6,6 +6,11 @@ them: a callee's argument is a view of the call's operand and the call's result 
 the callee returns, so a kernel can span the call (fuse_elementwise, fuse_attention) and the
 boundary moves no bytes. A call with a trip count (a regional block run `layers` times) keeps its
 boundary: its arguments are read and its results written once per call.
+
+Layouts a matmul takes as they are form no kernel either: a transpose read only by contractions
+(cuBLAS's transposed operand), and a slice that is one contiguous block of its operand read only
+by contractions (an offset into the buffer: HF's stacked MoE experts' gate_up_proj[e]), whose
+result the contraction reads in place at the slice's own size.
 """
 
 from __future__ import annotations
@@ -47,11 +52,26 @@ def constant_values(ops: tuple[PlannedOp, ...], fold_iota: bool = True) -> set[s
 
 def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
-    return not (p.op.known and p.op.short_name in VIEWS | FREE) and p.index not in graph.layout_views
+    return not (p.op.known and p.op.short_name in VIEWS | FREE) and p.index not in graph.layout_views \
+        and p.index not in graph.offset_views
 
 
 def is_fallback_op(p: PlannedOp) -> bool:
     return not p.op.known or p.op.short_name in FALLBACK_OPS or category(p.op) == "unknown"
+
+
+def contiguous_slice(op: Op) -> bool:
+    """A static slice (unit strides) whose result is one contiguous block of its row-major
+    operand: every dimension before the first one it keeps more than one element of is one
+    element, every dimension after it is whole (slicing [e:e+1, 0:2F, 0:D] of [n, 2F, D])."""
+    if op.short_name != "slice" or not op.known or not op.operand_types or not op.result_types:
+        return False
+    shape, out = op.operand_types[0].shape, op.result_types[0].shape
+    strides = tuple(op.attr("strides") or (1,) * len(shape))
+    if len(shape) != len(out) or any(s != 1 for s in strides):
+        return False
+    first = next((d for d, n in enumerate(out) if n > 1), len(out))
+    return all(out[d] == shape[d] for d in range(first + 1, len(out)))
 
 
 def update_operand(op: Op) -> int | None:
@@ -157,6 +177,23 @@ class ValueGraph:
                     self.views_of.setdefault(p.operands[0], []).append(p.results[0])
                     self.layout_views.add(p.index)
                     self.view_ops.add(p.index)
+        self.offset_views: set[int] = set()
+        # A slice that is one contiguous block of its operand (`contiguous_slice`: HF's fused MoE
+        # experts' gate_up_proj[e], one expert's [2F, D] of the stacked [n, 2F, D]) read only by
+        # contractions is an offset into the operand's buffer, not a copy: Inductor lowers the
+        # select to a view its extern mm takes as it is (a base offset), and XLA's GPU backend
+        # can fold such a slice into the cuBLAS call (its dynamic-slice fusion, formerly
+        # address-computation fusion, behind xla_gpu_enable_dynamic_slice_fusion). No kernel runs
+        # it; the contraction reads the slice's elements in place (the result keeps its own
+        # size), and a read of the operand is a read through it (`users`).
+        for p in ops:
+            if p.index in self.view_ops or not contiguous_slice(p.op) or not p.results:
+                continue
+            users = self.users(p.results[0])
+            if users and all(u >= 0 and category(ops[u].op) == "contraction" for u in users):
+                self.views_of.setdefault(p.operands[0], []).append(p.results[0])
+                self.offset_views.add(p.index)
+                self.view_ops.add(p.index)
 
     def root(self, value: str) -> str:
         while value in self.alias:

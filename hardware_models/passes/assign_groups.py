@@ -1,6 +1,6 @@
 """assign_groups: the unfused starting point, one group (one kernel) per op that does work.
 
-Views (reshape, broadcast, a transpose that only feeds contractions), constants, returns, calls and loops form no kernel, and neither
+Views (reshape, broadcast, a transpose or a contiguous slice that only feeds contractions), constants, returns, calls and loops form no kernel, and neither
 does an op whose operands are all compile-time constants (an iota, the scalar arithmetic
 torch-mlir emits for Python floats): both XLA and Inductor fold those while compiling, except
 that a family may say (`fold_iota=False`, the CPU's) that an iota and what follows from it run

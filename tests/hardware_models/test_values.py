@@ -107,3 +107,41 @@ def test_an_unknown_dialects_op_named_like_a_known_one_is_a_costed_host_fallback
         fallbacks = [g for g in est.groups if g.kind == "fallback"]
         assert len(fallbacks) == 1 and fallbacks[0].cost.time_s > 0, target
         assert any("host fallbacks" in note for note in est.notes), target
+
+
+def _expert_dots(experts: int, columns: tuple[int, int] | None = None):
+    """y_e = x @ w[e] for every e < experts of a stacked [experts, 65, 63] weight (HF's fused MoE
+    experts' gate_up_proj[e]); with `columns`, each dot reads columns [lo:hi] of w[e] instead."""
+    x, w = t((7, 65)), t((experts, 65, 63))
+    lo, hi = columns or (0, 63)
+    part, mat, y = t((1, 65, hi - lo)), t((65, hi - lo)), t((7, hi - lo))
+    body, total = [], None
+    for e in range(experts):
+        body += [f"%s{e} = stablehlo.slice %w [{e}:{e + 1}, 0:65, {lo}:{hi}] : ({w}) -> {part}",
+                 f"%r{e} = stablehlo.reshape %s{e} : ({part}) -> {mat}",
+                 f"%y{e} = stablehlo.dot_general %x, %r{e}, contracting_dims = [1] x [0] : ({x}, {mat}) -> {y}"]
+        if total is not None:
+            body.append(f"%a{e} = stablehlo.add {total}, %y{e} : {y}")
+        total = f"%a{e}" if total is not None else f"%y{e}"
+    return program({"x": x, "w": w}, body, total, y)
+
+
+@pytest.mark.parametrize("experts", [1, 3, 65])
+@pytest.mark.parametrize("target", ["h100", "tpu-v5e", "groq-lpu", "spyre"])
+def test_a_contiguous_slice_read_only_by_a_matmul_is_an_offset_not_a_copy(experts, target):
+    """HF's stacked experts, w[e] of [n, 65, 63], each read by its own dot: no kernel slices w
+    (the 60 slices of Qwen2-MoE's experts were one fusion that read all of w and wrote it again,
+    1.5x the layer's weights before its dots read them a third time); the dots read w once."""
+    module = _expert_dots(experts)
+    plan = compile_plan(module, get_target(target))
+    assert all(plan.ops[i].op.short_name != "slice" for g in plan.groups for i in g.members)
+    assert [g.kind for g in plan.groups].count("contraction") == experts
+    hbm = dict(estimate(module, target).total.bytes)[get_target(target).main_memory_level]
+    weights, padding = experts * 65 * 63 * 2, 1.25 if target == "spyre" else 1.0  # Spyre pads 63 to a 64-element stick
+    assert weights <= hbm <= padding * weights + experts * 4 * 7 * 128 * 2 + 7 * 128 * 2, (hbm, weights)
+
+
+def test_a_strided_slice_into_a_matmul_is_still_a_kernel():
+    """Columns 0:31 of each w[e] are no contiguous block: the slice copies them (a kernel)."""
+    plan = compile_plan(_expert_dots(3, columns=(0, 31)), get_target("h100"))
+    assert any(plan.ops[i].op.short_name == "slice" for g in plan.groups for i in g.members)
