@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reference.ir import Module, parse_stablehlo
+from reference.ir.graph import DotDims, Function, Op, TensorType
 
 
 def t(shape, dtype="bf16") -> str:
@@ -58,3 +59,18 @@ def softmax(rows: int, cols: int, dtype: str = "f32") -> Module:
 def elementwise(n: int, dtype: str = "f32", op: str = "add") -> Module:
     v = t((n,), dtype)
     return program({"a": v, "b": v}, [f"%0 = stablehlo.{op} %a, %b : {v}"], "%0", v)
+
+
+def transposing_block(dtype: str = "bf16") -> tuple[Function, TensorType, TensorType]:
+    """(block, x, w): func @block(x [64, 128], w [128, 128]) = a GEMM, an exp and a transpose there
+    and back (data movement), for a `main` that calls it once per layer."""
+    x, w, xt = TensorType((64, 128), dtype), TensorType((128, 128), dtype), TensorType((128, 64), dtype)
+    dims = DotDims((), (), (1,), (0,))
+    body = Function("block", (("%x", x), ("%w", w)), (x,), (
+        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
+        Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
+        Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
+        Op("func.return", (), (), ("%3",), (x,)),
+    ))
+    return body, x, w

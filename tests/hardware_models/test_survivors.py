@@ -13,7 +13,7 @@ from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target, load_targets
 from reference.ir.graph import DotDims, Function, Module, Op, TensorType
 from reference.lowering import Lowering
-from tests.hardware_models.programs import linear_gelu, program, softmax, t
+from tests.hardware_models.programs import linear_gelu, program, softmax, t, transposing_block
 
 
 def test_a_tpu_fusion_moves_each_ops_operands_and_results_through_vmem():
@@ -98,15 +98,7 @@ def test_roofline_memory_ceilings_are_the_target_files_levels(name):
 def _regional(layers: int) -> Module:
     """A block of a bf16 GEMM, an exp and a transpose there and back (data movement), that
     `main` calls `layers` times."""
-    x, w, xt = TensorType((64, 128), "bf16"), TensorType((128, 128), "bf16"), TensorType((128, 64), "bf16")
-    dims = DotDims((), (), (1,), (0,))
-    body = Function("block", (("%x", x), ("%w", w)), (x,), (
-        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
-        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
-        Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
-        Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
-        Op("func.return", (), (), ("%3",), (x,)),
-    ))
+    body, x, w = transposing_block("bf16")
     call = Op("func.call", ("%1",), (x,), ("%a", "%w"), (x, w), callee="block", trip_count=layers)
     main = Function("main", (("%a", x), ("%w", w)), (x,), (call, Op("func.return", (), (), ("%1",), (x,))))
     return Module((main, body))

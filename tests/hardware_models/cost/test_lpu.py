@@ -15,8 +15,8 @@ from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Partition
 from hardware_models.target import get_target
 from hardware_models.trace import chrome_trace
-from reference.ir.graph import DotDims, Function, Module, Op, TensorType
-from tests.hardware_models.programs import linear_gelu
+from reference.ir.graph import Function, Module, Op
+from tests.hardware_models.programs import linear_gelu, transposing_block
 
 GROQ = get_target("groq-lpu")
 
@@ -49,15 +49,7 @@ def test_the_trace_is_byte_identical_across_runs_and_has_one_event_per_op():
 def _layered(layers: int) -> Module:
     """main: an exp (before the layers), `call @block` x layers (a 64 x 128 by 128 x 128 f16
     GEMM, an exp, a transpose there and back), a negate (after them)."""
-    x, w, xt = TensorType((64, 128), "f16"), TensorType((128, 128), "f16"), TensorType((128, 64), "f16")
-    dims = DotDims((), (), (1,), (0,))
-    body = Function("block", (("%x", x), ("%w", w)), (x,), (
-        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
-        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
-        Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
-        Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
-        Op("func.return", (), (), ("%3",), (x,)),
-    ))
+    body, x, w = transposing_block("f16")
     main = Function("main", (("%a", x), ("%w", w)), (x,), (
         Op("stablehlo.exponential", ("%0",), (x,), ("%a",), (x,)),
         Op("func.call", ("%1",), (x,), ("%0", "%w"), (x, w), callee="block", trip_count=layers),
