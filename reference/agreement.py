@@ -52,8 +52,10 @@ class ErrorStats:
         return {"max_abs": finite(self.max_abs), "max_rel": finite(self.max_rel), "bound": self.bound, "ok": self.ok}
 
 
-def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance) -> ErrorStats:
-    """Compare output tuples elementwise in float64; the worst output decides.
+def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance, term_scale: float = 0.0) -> ErrorStats:
+    """Compare output tuples elementwise in float64; the worst output decides. The bound's scale is
+    max|expected|, or `term_scale` where that is larger: the terms of a sum that cancels (an
+    entry's `terms`), whose stored roundings the error scales with.
 
     Raises:
         InvalidShape: the tuples differ in length or an output differs in shape.
@@ -69,7 +71,7 @@ def error_stats(actual: Outputs, expected: Outputs, tolerance: Tolerance) -> Err
             continue
         scale = float(np.max(np.abs(b)))
         max_abs = float(np.max(np.abs(a - b))) if np.isfinite(a).all() else float("inf")
-        bound = tolerance.bound(scale)
+        bound = tolerance.bound(max(scale, term_scale))
         if max_abs - bound > worst_margin:
             worst_margin = max_abs - bound
             worst_abs, worst_bound = max_abs, bound
@@ -94,6 +96,11 @@ class Agreement:
     reference: Outputs = field(default=(), repr=False, compare=False)
     outputs: Mapping[str, Outputs] = field(default_factory=dict, repr=False, compare=False)
     notes: tuple[str, ...] = ()
+    term_scale: float = 0.0
+
+    def bound(self, reference: np.ndarray) -> float:
+        """The bound one output is held to against the reference (see `error_stats`)."""
+        return self.tolerance.bound(max(float(np.abs(reference).max()) if reference.size else 0.0, self.term_scale))
 
     @property
     def ok(self) -> bool:
@@ -106,7 +113,7 @@ class Agreement:
             "shapes": dict(self.shapes),
             "seed": self.seed,
             "errors": {k: v.to_dict() for k, v in self.errors.items()},
-            "tolerance": {**self.tolerance.to_dict(), "cross_side_factor": CROSS_SIDE_FACTOR},
+            "tolerance": {**self.tolerance.to_dict(), "cross_side_factor": CROSS_SIDE_FACTOR, "term_scale": self.term_scale},
             "ok": self.ok,
             "notes": list(self.notes),
         }
@@ -121,15 +128,19 @@ def compare_outputs(name: str, dtype: str, reference: Outputs, sides: Mapping[st
         reference: float64 outputs.
         sides: side name -> outputs, e.g. {"torch": (...), "jax": (...)}.
         meta: shapes and seed, for the report; reduction, the program's longest sum, which widens
-            the bound past the table's domain (`tolerance_for`).
+            the bound past the table's domain (`tolerance_for`); term_scale, the terms of a sum that
+            cancels (`error_stats`).
     """
     tol = tolerance_for(dtype, meta.get("reduction", 0))
-    errors = {f"{side}_vs_ref": error_stats(out, reference, tol) for side, out in sides.items()}
+    terms = meta.get("term_scale", 0.0)
+    errors = {f"{side}_vs_ref": error_stats(out, reference, tol, terms) for side, out in sides.items()}
     names = list(sides)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            errors[f"{a}_vs_{b}"] = error_stats(sides[a], sides[b], tol.widened(CROSS_SIDE_FACTOR))
-    return Agreement(name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol, reference, dict(sides))
+            errors[f"{a}_vs_{b}"] = error_stats(sides[a], sides[b], tol.widened(CROSS_SIDE_FACTOR), terms)
+    return Agreement(
+        name, dtype, meta.get("shapes", {}), meta.get("seed", 0), errors, tol, reference, dict(sides), term_scale=terms
+    )
 
 
 def run_memory_bytes(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> int:
@@ -252,4 +263,7 @@ def check_agreement(
         case = dataclasses.replace(case, weights=given_weights(entry, resolved, weights, dtype))
     outputs = {side: tuple(run(case)) for side, run in runners.items()}
     reduction = entry.reduction(resolved) if entry.reduction else 0
-    return compare_outputs(entry.name, dtype, case.reference(), outputs, shapes=resolved, seed=seed, reduction=reduction)
+    return compare_outputs(
+        entry.name, dtype, case.reference(), outputs,
+        shapes=resolved, seed=seed, reduction=reduction, term_scale=case.term_scale(),
+    )

@@ -56,6 +56,12 @@ class Case:
         out = self.entry.reference(self.shapes, self.float64_inputs(), self.float64_weights())
         return tuple(out) if isinstance(out, tuple) else (out,)
 
+    def term_scale(self) -> float:
+        """The entry's `terms` on the float64 inputs (0.0 where it has none)."""
+        if self.entry.terms is None:
+            return 0.0
+        return float(self.entry.terms(self.shapes, self.float64_inputs(), self.float64_weights()))
+
 
 def _widen(arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: (v if v.dtype.kind == "i" else v.astype(np.float64)) for k, v in arrays.items()}

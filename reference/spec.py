@@ -134,6 +134,10 @@ class Entry:
         reduction: shapes -> the longest sum the programs compute (a dot product's k, a
             convolution's window x input channels, a norm's or softmax's row), which widens the
             tolerance past its domain (reference/tolerance.py); None: within the domain.
+        terms: (shapes, inputs, weights) -> the largest root-sum-square of the terms of an output's
+            last sum (a projection's h_j * W_ij over j), float64. Rounding errors of the stored
+            terms scale with the terms, not with their sum, so where the terms cancel the bound's
+            scale is this, not max|ref| (reference/agreement.py); None: the sum does not cancel.
     """
 
     name: str
@@ -149,6 +153,7 @@ class Entry:
     kind: str = "kernel"
     largest: Callable[[Shapes], dict[str, tuple[int, ...]]] | None = None
     reduction: Callable[[Shapes], int] | None = None
+    terms: Callable[[Shapes, dict, dict], float] | None = None
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -43,6 +43,20 @@ def mlp(x: np.ndarray, w, kind: str, prefix: str = "") -> np.ndarray:
     return h @ w[f"{prefix}down_proj.weight"].T
 
 
+def projection_terms(h: np.ndarray, w_oi: np.ndarray, scale: np.ndarray | float = 1.0) -> np.ndarray:
+    """sum_j (scale * h[t, j] * w[o, j])**2 per output [t, o]: the squared terms of a projection."""
+    return (np.asarray(scale) ** 2 * h**2) @ (w_oi**2).T
+
+
+def mlp_terms(x: np.ndarray, w, kind: str, prefix: str = "", scale: np.ndarray | float = 1.0) -> np.ndarray:
+    """The squared terms of the MLP's last projection (the hidden activation times the output weight)."""
+    if kind == "gelu":
+        h = gelu(x @ w[f"{prefix}fc.weight"].T + w[f"{prefix}fc.bias"], "tanh")
+        return projection_terms(h, w[f"{prefix}proj.weight"], scale)
+    h = silu(x @ w[f"{prefix}gate_proj.weight"].T) * (x @ w[f"{prefix}up_proj.weight"].T)
+    return projection_terms(h, w[f"{prefix}down_proj.weight"], scale)
+
+
 def moe_weights(d_model: int, d_ff: int, n_experts: int, prefix: str = "") -> dict[str, TensorSpec]:
     out = {f"{prefix}router.weight": weight((n_experts, d_model), d_model)}
     for e in range(n_experts):
@@ -68,6 +82,12 @@ def moe(x_td: np.ndarray, w, n_experts: int, top_k: int, prefix: str = "") -> np
     for e in range(n_experts):
         out += weights_te[:, e : e + 1] * mlp(x_td, w, "swiglu", f"{prefix}experts.{e}.")
     return out
+
+
+def moe_terms(x_td: np.ndarray, w, n_experts: int, top_k: int, prefix: str = "") -> np.ndarray:
+    """The squared terms of the experts' down projections, each weighted by its routing weight."""
+    weights_te = route(x_td @ w[f"{prefix}router.weight"].T, top_k)
+    return sum(mlp_terms(x_td, w, "swiglu", f"{prefix}experts.{e}.", weights_te[:, e : e + 1]) for e in range(n_experts))
 
 
 # How both sides' MoE layers dispatch tokens while a graph is traced: None (dense: every expert
@@ -157,6 +177,7 @@ ENTRIES = (
         inputs=lambda s: {"x": TensorSpec((s["m"], s["d_model"]))},
         weights=lambda s: mlp_weights(s["d_model"], s["d_ff"], s["kind"]),
         reference=lambda s, x, w: mlp(x["x"], w, s["kind"]),
+        terms=lambda s, x, w: float(np.sqrt(mlp_terms(x["x"], w, s["kind"]).max())),
         largest=lambda s: {"hidden": (s["m"], s["d_ff"]), "output": (s["m"], s["d_model"])},
         reduction=lambda s: max(s["d_model"], s["d_ff"]),
     ),
@@ -173,6 +194,7 @@ ENTRIES = (
         inputs=lambda s: {"x": TensorSpec((s["m"], s["d_model"]))},
         weights=lambda s: moe_weights(s["d_model"], s["d_ff"], s["n_experts"]),
         reference=lambda s, x, w: moe(x["x"], w, s["n_experts"], s["top_k"]),
+        terms=lambda s, x, w: float(np.sqrt(moe_terms(x["x"], w, s["n_experts"], s["top_k"]).max())),
         check=_moe_check,
         largest=lambda s: {"hidden": (s["n_experts"], s["m"], s["d_ff"]), "routing": (s["m"], s["n_experts"])},
         reduction=lambda s: max(s["d_model"], s["d_ff"], s["n_experts"]),

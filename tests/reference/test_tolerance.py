@@ -35,6 +35,36 @@ def test_an_error_past_the_bound_fails():
     assert error_stats((ref[0] + 0.5 * tol.bound(1.0),), ref, tol).ok
 
 
+def test_a_sum_that_cancels_is_bounded_by_its_terms_and_only_then():
+    """The scale is max(max|ref|, term_scale): a larger term scale widens the bound, a smaller one
+    leaves it as it was."""
+    ref = (np.full(4, 0.1),)
+    tol = tolerance_for("float16")
+    off = (ref[0] + 3 * tol.bound(0.1),)
+    assert not error_stats(off, ref, tol).ok
+    assert error_stats(off, ref, tol, term_scale=10.0).ok
+    assert error_stats(off, ref, tol, term_scale=0.01).bound == error_stats(off, ref, tol).bound
+
+
+def test_term_scale_of_a_projection_is_the_root_sum_square_by_hand():
+    """h = [3, 4], w = [[1, -1]]: terms 3 and -4, sum -1, root-sum-square 5."""
+    from reference.catalogue.mlp import projection_terms
+
+    assert math.sqrt(projection_terms(np.array([[3.0, 4.0]]), np.array([[1.0, -1.0]]))[0, 0]) == 5.0
+
+
+@pytest.mark.parametrize("name", ["mlp", "moe"])
+def test_at_the_defaults_the_terms_leave_the_bound_as_it_was(name):
+    """Random signs do not cancel: the largest output exceeds the largest root-sum-square of its
+    terms, so the bound is the normwise one."""
+    from reference.agreement import make_case
+    from reference.catalogue import CATALOGUE
+
+    entry = CATALOGUE[name]
+    case = make_case(entry, entry.resolve({}), "float32", 0)
+    assert case.term_scale() < float(np.abs(case.reference()[0]).max())
+
+
 def test_cross_side_check_is_reported_and_can_fail():
     ref = (np.ones(8),)
     bound = tolerance_for("bfloat16").bound(1.0)
