@@ -64,7 +64,7 @@ ROWS = (
     Row("G34", "h200", "allreduce", 8 * 10**9, "bf16", 479.98e9, "bus_bytes_per_s"),
     Row("G35", "a100", "allreduce", 8 * 10**9, "bf16", 231.58e9, "bus_bytes_per_s"),
     # G36: FlashAttention-2, batch 2, seq 8192, head_dim 128, 16 heads (the FlashAttention
-    # benchmark's width 2048); its H100 figure fits cost/attention.py's fraction, its H200 figure
+    # benchmark's width 2048); its H100 figure fits cost/gpu.py's attention fraction, its H200 figure
     # (329.3, the row's note) is checked, not fitted.
     Row("G36", "h100", "attention", 8192, "bf16", 327.9e12, "flop_per_s"),
     Row("G36", "h200", "attention", 8192, "bf16", 329.3e12, "flop_per_s"),

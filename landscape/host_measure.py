@@ -373,7 +373,7 @@ def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=No
     rows, calls = [], []
     for spec in specs:
         if spec.workload in ("mean", "index-add"):  # its size: the nested ops the eager tracer sees in it
-            from landscape.host_validate import trace_eager
+            from landscape.host_trace import trace_eager
 
             call, inputs = ((lambda x: torch.mean(x, -1)), [torch.randn(1, 1)]) if spec.workload == "mean" else (_index_add_call(), [])
             with torch.inference_mode():

@@ -93,7 +93,7 @@ Outputs = tuple[tuple[np.ndarray, ...], tuple[str, ...]]  # (the outputs in floa
 def _torch_outputs(module, inputs: Sequence[np.ndarray], dropped: dict) -> Outputs:
     import torch
 
-    from pytorch_side.lower import tensor_outputs
+    from pytorch_side.export import tensor_outputs
     from pytorch_side.params import to_numpy, to_torch
 
     with torch.inference_mode():

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from pytorch_side.export import export_module
 from pytorch_side.graph_ops import graph_ops
 from pytorch_side.kernels import build
-from pytorch_side.lower import export_module, lower_exported
+from pytorch_side.lower import lower_exported
 from pytorch_side.params import load_weights, to_numpy, to_torch
 from pytorch_side.run import run_module
 from reference.inputs import Case

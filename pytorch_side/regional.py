@@ -31,6 +31,7 @@ import warnings
 import torch
 from torch import nn
 
+from pytorch_side.export import eval_note, export_module, to_stablehlo
 from reference.errors import LoweringFailed
 from reference.ir import parse_stablehlo, verify
 from reference.ir.compose import Wire, compose_stack
@@ -140,7 +141,6 @@ def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, i
     """
     import torch.fx.traceback as fx_traceback
 
-    from pytorch_side.lower import export_module
 
     with _cut(module, path, stack, 2), fx_traceback.preserve_node_meta():
         graph = export_module(module, *inputs, name=name).graph_module.graph
@@ -189,7 +189,6 @@ def _import_part(submodule, name: str):
     """One part of the split graph through torch.export and torch-mlir: (IR module, StableHLO text, notes)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from pytorch_side.lower import to_stablehlo
 
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     try:
@@ -216,7 +215,6 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
     import torch.fx.traceback as fx_traceback
     from torch.fx.passes.split_module import split_module
 
-    from pytorch_side.lower import _eval_note, export_module
 
     found = find_stack(module)
     if found is None:
@@ -291,4 +289,4 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
     notes.append(f"lowered regionally: {path} is {len(stack)} identical {type(stack[0]).__name__} layers; one was lowered "
                  f"and is called {len(stack)} times ({len(state)} weights and buffers in all)")
     return Lowering("torch", name, stages, verify(composed), params, buffer_args=buffers,
-                    notes=_eval_note(module) + tuple(notes))
+                    notes=eval_note(module) + tuple(notes))

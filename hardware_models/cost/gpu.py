@@ -38,7 +38,7 @@ its FLOPs' share (L2 = 5120 B/clk * 1.83 GHz = 9.37 TB/s; peak / L2 = 105.5 FLOP
 
 from __future__ import annotations
 
-from hardware_models.cost.attention import gpu_attention_cost
+from hardware_models.cost.attention import attention_chips, dot_flops
 from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, Tiling, group_work, shard_factor
 from hardware_models.target import Target
@@ -102,8 +102,36 @@ def gemm_times(tiling: Tiling, target: Target) -> tuple[float, float, float]:
     return mainloop_s, reduce_s, fixed_s
 
 
+def gpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    """The fused attention kernel on a GPU (cost/attention.py holds what the families share).
+
+    GPU (FlashAttention-2, what PyTorch's SDPA and vLLM run on Ampere and Hopper):
+        compute_s = dot FLOPs / chips / (tensor peak of the dtype * fitted.flash_attention_fraction)
+        memory_s  = HBM bytes / (HBM bandwidth * hbm_efficiency)
+        time_s    = max(compute_s, memory_s) + launch_overhead
+      fitted.flash_attention_fraction (the GPU target files, F G36) is fitted: the achieved throughput of kernels.csv row G36 (H100,
+      FlashAttention-2, head_dim 128, batch 2, seq 8192: 327.9 TFLOP/s, FLOPs counted as the two
+      dots', 4 * batch * heads * seq^2 * head_dim, as FlashAttention's benchmarks count them) over
+      the H100's dense bf16 peak (989 TFLOP/s, h100.toml): 0.3315. It holds the softmax's cost
+      (exp on the SFUs, max and sum on the CUDA cores, not overlapped with the MMAs in FA2) and
+      FA2's use of Ampere's mma.sync on Hopper. Checked on G36's H200 figure (329.3 TFLOP/s), which
+      it was not fitted on (tests/hardware_models/passes/test_fuse_attention.py).
+      Worked number: G36's workload (16 heads of 128, the FlashAttention benchmark's 2048 wide) is
+      4 * 2 * 16 * 8192^2 * 128 = 1.10 TFLOP: 1.10e12 / (989e12 * 0.3315) = 3.35 ms, compute-bound
+      (its Q, K, V and O, 4 * 2 * 8192 * 2048 * 2 B = 268 MB, take 0.09 ms at 3.35 TB/s * 0.887).
+    """
+    shape = plan.attention[group.id]
+    placement = plan.placements[group.id]
+    flops = group_work(plan, module, group).flops
+    fraction = target["fitted.flash_attention_fraction"]  # F G36 (calibration.refit)
+    compute_s = dot_flops(plan, group) / attention_chips(plan) / (contraction_peak(target, shape.dtype) * fraction)
+    main = target.main_memory_level
+    memory_s = {main: placement.at(main) / hbm_rate(target)}
+    return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"])
+
+
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    if group.kind == "attention":  # a fused attention kernel (fuse_attention): cost/attention.py
+    if group.kind == "attention":  # a fused attention kernel (fuse_attention)
         return gpu_attention_cost(module, plan, group, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]

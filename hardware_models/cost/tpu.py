@@ -25,7 +25,7 @@ Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1
 
 from __future__ import annotations
 
-from hardware_models.cost.attention import tpu_attention_cost
+from hardware_models.cost.attention import attention_chips, dot_flops
 from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Target
@@ -44,8 +44,36 @@ def mxu_peak(target: Target, dtype: str) -> float:
     return target["peak.int8_op_per_s"] if dtype == "i8" else target["peak.bf16_flop_per_s"]
 
 
+def tpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
+    """The fused attention kernel on a TPU (cost/attention.py holds what the families share).
+
+    TPU (the Pallas flash-attention kernel, tiled through VMEM; no TPU rows in kernels.csv, so
+    nothing is fitted and the efficiencies are the target's, 1 unless fitted):
+        mxu_s     = dot FLOPs / chips / MXU peak
+        vector_s  = (other FLOPs / VPU rate + transcendentals / transcendental rate) / chips
+        compute_s = max(mxu_s, vector_s)      (the VLIW bundles issue MXU and VPU work together)
+        memory_s  = {HBM: Q, K, V, O; VMEM: that plus the f32 score tile written and read once}
+        time_s    = max(compute_s, memory_s) + launch_overhead
+    """
+    shape = plan.attention[group.id]
+    placement = plan.placements[group.id]
+    work = group_work(plan, module, group)
+    chips = attention_chips(plan)
+    dots = dot_flops(plan, group)
+    eff = target.get("fitted.gemm_efficiency", 1.0)
+    mxu_s = dots / chips / (mxu_peak(target, shape.dtype) * eff)
+    vector_s = ((work.flops - dots) / vpu_rate(target) + work.transcendentals / transcendental_rate(target)) / chips
+    hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
+    memory_s = {
+        level.name: placement.at(level.name) / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
+        for level in target.levels
+    }
+    compute_s = max(mxu_s, vector_s)
+    return roofline_cost(work.flops, work.flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"])
+
+
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
-    if group.kind == "attention":  # a fused attention kernel (fuse_attention): cost/attention.py
+    if group.kind == "attention":  # a fused attention kernel (fuse_attention)
         return tpu_attention_cost(module, plan, group, target)
     placement = plan.placements[group.id]
     launch_s = target["schedule.launch_overhead_s"]

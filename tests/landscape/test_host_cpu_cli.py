@@ -110,7 +110,7 @@ def test_module_reads_counts_the_forwards_a_call_runs_and_the_parameters_they_re
     import torch
     from torch import nn
 
-    from landscape.host_validate import module_reads
+    from landscape.host_trace import module_reads
 
     class TwoLayers(nn.Module):
         def __init__(self):

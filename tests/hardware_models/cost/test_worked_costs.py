@@ -131,7 +131,7 @@ def test_tpu_fused_attention_by_hand(chips):
     from dataclasses import replace
 
     from hardware_models.calibration import attention_module
-    from hardware_models.cost.attention import tpu_attention_cost
+    from hardware_models.cost.tpu import tpu_attention_cost
     from hardware_models.plan import Partition, group_work
 
     tgt = get_target("tpu-v5e")
@@ -255,7 +255,7 @@ def test_gpu_fused_attention_by_hand(chips):
     from dataclasses import replace
 
     from hardware_models.calibration import attention_module
-    from hardware_models.cost.attention import gpu_attention_cost
+    from hardware_models.cost.gpu import gpu_attention_cost
     from hardware_models.cost.gpu import hbm_rate
     from hardware_models.plan import Partition
 
