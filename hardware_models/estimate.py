@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from hardware_models.cost.model import Cost, Estimate, GroupCost, host_fallback_cost, transfer_cost
+from hardware_models.cost.model import (
+    Cost,
+    Estimate,
+    GroupCost,
+    host_fallback_cost,
+    transfer_cost,
+)
 from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Plan, group_work, scope_of
 from hardware_models.target import Target

@@ -128,8 +128,18 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.cost.cpu import (COMPILED, EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, GRAIN, LARGE_GEMM_N, RUNTIMES, SHARED_LEVEL_SHARE, TINY_GEMM_N,
-                                      XLA_GEMM_CURVE)
+from hardware_models.cost.cpu import (
+    COMPILED,
+    EAGER_KERNELS,
+    FUNCTIONS,
+    GEMM_CURVE,
+    GRAIN,
+    LARGE_GEMM_N,
+    RUNTIMES,
+    SHARED_LEVEL_SHARE,
+    TINY_GEMM_N,
+    XLA_GEMM_CURVE,
+)
 from hardware_models.host import HostCpu
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
@@ -570,7 +580,7 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
               f"usable_fraction = {_q(0.5, 'U', 'assumed share of memory a model may take beside everything else')}"]
     for cache in reversed(host.caches):
         per = host.cores // cache.shared_by
-        lines += ["", f"[levels.{cache.name}]", 'role = "on-chip"'] + ([f'per = "chip.cores"'] if per > 1 and per == host.cores else [])
+        lines += ["", f"[levels.{cache.name}]", 'role = "on-chip"'] + (['per = "chip.cores"'] if per > 1 and per == host.cores else [])
         size = cache.bytes if per in (1, host.cores) else cache.bytes * per
         lines += [f"bytes = {_q(size, 'P sysfs cpu0/cache', 'one instance' if per == host.cores and per > 1 else 'every instance together')}",
                   f"bytes_per_s = {_q(fits[f'fitted.{cache.name}_bytes_per_s'][0], 'D', '', f'fitted.{cache.name}_bytes_per_s')}"]

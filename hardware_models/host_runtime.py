@@ -28,7 +28,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.cost.cpu import COMPILED, call_overhead_s, cold_weight_seconds, cpu_group_cost, eager_op_seconds
+from hardware_models.cost.cpu import (
+    COMPILED,
+    call_overhead_s,
+    cold_weight_seconds,
+    cpu_group_cost,
+    eager_op_seconds,
+)
 from hardware_models.cost.model import Cost
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import Target

@@ -13,9 +13,9 @@ import time
 from functools import partial
 
 from hardware_models.plan import PassRecord, Plan
-from hardware_models.workload import expand_workload
 from hardware_models.target import Target
 from hardware_models.verify_plan import verify_plan
+from hardware_models.workload import expand_workload
 from reference.errors import UnknownName
 from reference.ir import Module
 

@@ -16,16 +16,24 @@ import functools
 import math
 from dataclasses import dataclass, field, replace
 
-from reference.ir import Op
-from reference.ir.counters import contraction_flops
-from reference.ir.graph import ELEMENT_BYTES
-from reference.units import format_bytes, format_seconds, plural
-
 from hardware_models.values import (  # noqa: F401  (re-exported: the plan's values, shared by passes and cost models)
-    FALLBACK_OPS, FREE, VIEWS, ValueGraph, Work, group_inputs, group_outputs, group_work, is_fallback_op, is_kernel_op, read_bytes,
+    FALLBACK_OPS,
+    FREE,
+    VIEWS,
+    ValueGraph,
+    Work,
+    group_inputs,
+    group_outputs,
+    group_work,
+    is_fallback_op,
+    is_kernel_op,
+    read_bytes,
     update_operand,
 )
-
+from reference.ir import Op
+from reference.ir.counters import contraction_flops
+from reference.ir.graph import element_bytes
+from reference.units import format_bytes, format_seconds, plural
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -96,7 +104,7 @@ class GemmShape:
 
     def operand_bytes(self) -> tuple[int, int]:
         """(A, B) bytes at the width the target runs them as."""
-        e = ELEMENT_BYTES.get(self.dtype, 4)
+        e = element_bytes(self.dtype)
         return self.batch * self.m * self.k * e, self.batch * self.k * self.n * e
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from reference.ir import Module, Op, TensorType, category
 from reference.ir.counters import PARTIAL_READS, contraction_flops, op_cost
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 if TYPE_CHECKING:
     from hardware_models.plan import Group, Plan, PlannedOp
@@ -207,8 +207,7 @@ class ValueGraph:
             return self.nbytes(self.in_place[value])
         root = self.root(value)
         typ = self.types[root]
-        width = ELEMENT_BYTES.get(self.runs_as.get(typ.dtype, typ.dtype))
-        per_element = width if width is not None else typ.nbytes // max(typ.elements, 1)
+        per_element = element_bytes(self.runs_as.get(typ.dtype, typ.dtype))
         return per_element if root in self.splat else per_element * typ.elements
 
     def users(self, value: str) -> list[int]:

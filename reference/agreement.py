@@ -6,12 +6,11 @@ check their own modules against their own reference.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 import dataclasses
-from dataclasses import dataclass, field
-
 import math
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 

@@ -98,8 +98,8 @@ from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Level, Target
 from reference.errors import UnknownName
 from reference.ir import Module
-from reference.ir.graph import ELEMENT_BYTES
 from reference.ir.counters import op_cost
+from reference.ir.graph import element_bytes
 
 GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
 RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/host_runtime.py)
@@ -189,7 +189,7 @@ def gemm_seconds(target: Target, dtype: str, runtime: str, m: int, n: int, k: in
     nothing). MKL ran m = 1 and 2 row by row (1024 x 1024 at 76 us a row), and no GEMM takes less
     than one pass over P (XLA's one-row GEMM, which the curve alone put at a third of its time)."""
     flops = 2 * m * n * k
-    e = ELEMENT_BYTES.get(dtype, 4)
+    e = element_bytes(dtype)
     lib = "xla_" if runtime == "xla" else ""
     square = flops / gemm_rate(target, dtype, runtime, flops)
     extra = k * max(m, n) - (m * n * k) ** (2 / 3)
@@ -341,7 +341,7 @@ def strided_read(op, target: Target) -> tuple[int, bool]:
     inner = [d for d in range(len(out.shape)) if out.shape[d] > 1]
     if not inner or len(perm) != len(out.shape):
         return 0, False
-    stride = math.prod(source.shape[perm[inner[-1]] + 1:]) * ELEMENT_BYTES.get(source.dtype, 4)
+    stride = math.prod(source.shape[perm[inner[-1]] + 1:]) * element_bytes(source.dtype)
     l1 = target.levels[-1]  # the innermost level: one core's
     l1_bytes, ways, line = int(target.level_value(l1, "bytes")), int(target["chip.l1_ways"]), int(target["chip.l1_line_bytes"])
     if stride < line or source.nbytes <= l1_bytes:

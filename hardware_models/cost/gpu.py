@@ -43,7 +43,7 @@ from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, Tiling, group_work, shard_factor
 from hardware_models.target import Target
 from reference.ir import Module
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 TENSOR_PEAK_KEYS = {
     "bf16": "peak.bf16_flop_per_s", "f16": "peak.fp16_flop_per_s", "f8E4M3FN": "peak.fp8_flop_per_s",
@@ -81,7 +81,7 @@ def tile_seconds(target: Target, dtype: str, tm: int, tn: int, depth: int) -> fl
     """One thread block's k-loop over `depth` of k on one SM (tile_s in the module doc)."""
     sms = target["chip.sm_count"]
     peak, l2 = contraction_peak(target, dtype), l2_rate(target)
-    e = ELEMENT_BYTES.get(dtype, 4)
+    e = element_bytes(dtype)
     rm, rn = REFERENCE_TILE
     reference = 1 + peak / l2 * (rm + rn) * e / (2 * rm * rn)  # the 128 x 256 tile's (MMA + loads) / MMA
     mma_s = 2 * tm * tn * depth / (peak / sms)

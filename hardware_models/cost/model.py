@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
 BOUNDS = ("compute", "memory", "schedule")
 
 

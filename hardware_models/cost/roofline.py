@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from hardware_models.cost.model import Estimate
 from hardware_models.target import Target
 
+
 @dataclass(frozen=True)
 class Point:
     group: int

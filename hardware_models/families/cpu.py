@@ -24,7 +24,15 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.cpu import EAGER_KERNELS, FUNCTIONS, GEMM_CURVE, RUNTIMES, XLA_GEMM_CURVE, cpu_group_cost, gemm_rate
+from hardware_models.cost.cpu import (
+    EAGER_KERNELS,
+    FUNCTIONS,
+    GEMM_CURVE,
+    RUNTIMES,
+    XLA_GEMM_CURVE,
+    cpu_group_cost,
+    gemm_rate,
+)
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
@@ -35,7 +43,7 @@ from hardware_models.passes.place_buffers import place_buffers
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
 from hardware_models.target import Target
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 MICRO_ROWS = 6  # a compiler choice: rows of C a micro-kernel keeps in registers (BLIS's Haswell kernel)
 
@@ -52,7 +60,7 @@ def _cache(target: Target, name: str) -> float:
 
 def cpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     lanes = int(target["chip.f32_lanes"])
-    e = ELEMENT_BYTES.get(shape.dtype, 4)
+    e = element_bytes(shape.dtype)
     mr, nr = MICRO_ROWS, 2 * lanes
     np_ = round_up(shape.n, lanes)
     l1, l2 = _cache(target, "l1d"), _cache(target, "l2")

@@ -34,7 +34,13 @@ import math
 from dataclasses import replace
 from functools import partial
 
-from hardware_models.cost.gpu import contraction_peak, gemm_times, gpu_group_cost, hbm_rate, vector_rate
+from hardware_models.cost.gpu import (
+    contraction_peak,
+    gemm_times,
+    gpu_group_cost,
+    hbm_rate,
+    vector_rate,
+)
 from hardware_models.families import Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
@@ -46,7 +52,7 @@ from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
 from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
 from hardware_models.target import Target
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 # Compiler choices, not hardware limits (those are in the target files): the CTA tiles cuBLAS's
 # and CUTLASS's Hopper and Ampere GEMM kernels come in (CUTLASS's sm80/sm90 default tile shapes:
@@ -88,9 +94,9 @@ def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: in
 def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int) -> list[Tiling]:
     """Every (tile, split-K) choice the compiler considers for `shape`, in preference order."""
     mma_m = int(target["chip.mma_m"])
-    element_bytes = ELEMENT_BYTES.get(shape.dtype, 4)
+    width = element_bytes(shape.dtype)
     # tensor-core types pad k to whole MMAs; f32 and f64 run on the CUDA cores (no TF32), unpadded
-    tk = int(target["chip.mma_k_bytes"]) // element_bytes if element_bytes <= 2 else 1
+    tk = int(target["chip.mma_k_bytes"]) // width if width <= 2 else 1
     tiles = dict.fromkeys((min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in CANDIDATE_TILES)
     k_steps = ceil_div(shape.k, tk)
     splits = [s for s in SPLIT_K if s == 1 or ceil_div(k_steps, s) * tk >= MIN_K_SLICE]
@@ -106,7 +112,7 @@ def kernel_seconds(tiling: Tiling, target: Target) -> float:
     mp, np_, _ = tiling.padded
     bm, bn = tiling.block
     a, b = s.operand_bytes()
-    hbm = a * ceil_div(np_, bn) + b * ceil_div(mp, bm) + s.batch * s.m * s.n * ELEMENT_BYTES.get(s.dtype, 4)
+    hbm = a * ceil_div(np_, bn) + b * ceil_div(mp, bm) + s.batch * s.m * s.n * element_bytes(s.dtype)
     hbm += tiling.workspace_bytes if tiling.workspace_level == target.main_memory_level else 0
     compute_s = s.flops / (contraction_peak(target, s.dtype) * target["fitted.gemm_efficiency"])
     return max(mainloop_s + reduce_s, compute_s, hbm / hbm_rate(target)) + fixed_s

@@ -35,12 +35,12 @@ from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
 from hardware_models.passes.stickify import stickify
 from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
 from hardware_models.target import Target
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 
 def spyre_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     row_pass = int(target["chip.matmul_row_pass"])
-    per_stick = int(target["chip.stick_bytes"]) // ELEMENT_BYTES.get(shape.dtype, 2)
+    per_stick = int(target["chip.stick_bytes"]) // element_bytes(shape.dtype)
     mp, np_, kp = round_up(shape.m, row_pass), round_up(shape.n, per_stick), round_up(shape.k, per_stick)
     units = shape.batch * (mp // row_pass) * (np_ // per_stick)
     return Tiling(shape, (row_pass, per_stick, per_stick), (mp, np_, kp), units, ceil_div(units, int(target["chip.cores"])), (mp, np_))

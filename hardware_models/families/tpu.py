@@ -35,7 +35,7 @@ from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
 from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
 from hardware_models.target import Target
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 # A compiler choice, not a hardware limit: the k depth of the A and B panels XLA stages in VMEM
 # for a GEMM too big for it.
@@ -51,7 +51,7 @@ def tpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     vmem = target.level("on-chip")
     capacity = target.level_value(vmem, "bytes")  # one tensorcore's
     resident = capacity * (1 - target.level_value(vmem, "buffer_fraction"))
-    e = ELEMENT_BYTES.get(shape.dtype, 4)
+    e = element_bytes(shape.dtype)
     if sum(shape.operand_bytes()) + out_bytes <= resident:
         block = (mp, np_)
     else:

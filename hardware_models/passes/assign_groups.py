@@ -13,8 +13,8 @@ extent of 0: no elements to read, write or compute) forms no kernel either, and 
 from __future__ import annotations
 
 from hardware_models.plan import Group, Plan, is_fallback_op, is_kernel_op
-from hardware_models.values import constant_values
 from hardware_models.target import Target
+from hardware_models.values import constant_values
 from reference.ir import Module, category
 
 

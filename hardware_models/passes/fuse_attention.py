@@ -30,7 +30,18 @@ writes and reads them (about 1.07 GB per pass over them); fused, the kernel move
 
 from __future__ import annotations
 
-from hardware_models.plan import AttentionShape, Group, Placement, Plan, ValueGraph, ceil_div, gemm_shape, group_inputs, group_outputs, read_bytes
+from hardware_models.plan import (
+    AttentionShape,
+    Group,
+    Placement,
+    Plan,
+    ValueGraph,
+    ceil_div,
+    gemm_shape,
+    group_inputs,
+    group_outputs,
+    read_bytes,
+)
 from hardware_models.target import Target
 from hardware_models.values import constant_values
 from reference.ir import Module, category

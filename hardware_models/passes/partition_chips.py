@@ -19,10 +19,9 @@ Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB pe
 
 from __future__ import annotations
 
-
 from hardware_models.plan import Group, Partition, Plan, ceil_div
-from hardware_models.workload import program_footprint, weight_matmul_widths
 from hardware_models.target import Target
+from hardware_models.workload import program_footprint, weight_matmul_widths
 from reference.errors import InvalidShape
 from reference.ir import Module
 from reference.units import format_bytes, plural

@@ -26,7 +26,16 @@ Bytes count at the width each type runs as (plan.value_graph(): an emulated f16 
 from __future__ import annotations
 
 from hardware_models.passes.fuse_attention import attention_placement
-from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, group_work, read_bytes, shard_factor
+from hardware_models.plan import (
+    Placement,
+    Plan,
+    ceil_div,
+    group_inputs,
+    group_outputs,
+    group_work,
+    read_bytes,
+    shard_factor,
+)
 from hardware_models.target import Target
 from reference.ir import Module
 

@@ -33,16 +33,28 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import (
-    Group, Partition, Placement, Plan, Region, ceil_div, group_inputs, group_outputs, group_work,
-)
 from hardware_models.cost.wafer import exchange_seconds, hop_seconds
-from hardware_models.workload import layer_structure, program_arguments, program_footprint, weight_matmul_widths
+from hardware_models.plan import (
+    Group,
+    Partition,
+    Placement,
+    Plan,
+    Region,
+    ceil_div,
+    group_inputs,
+    group_outputs,
+    group_work,
+)
 from hardware_models.target import Target
+from hardware_models.workload import (
+    layer_structure,
+    program_arguments,
+    program_footprint,
+    weight_matmul_widths,
+)
 from reference.errors import InvalidShape
 from reference.ir import Module
 from reference.units import format_bytes, format_seconds, plural
-
 
 STRATEGY_WORDS = {"streamed": "streamed", "pipeline": "in a pipeline of wafers", "layer split": "with each layer split"}
 

@@ -18,7 +18,15 @@ Split accounts for the cost model: read, write, spilled and restickified bytes.
 
 from __future__ import annotations
 
-from hardware_models.plan import Placement, Plan, ceil_div, group_inputs, group_outputs, read_bytes, shard_factor
+from hardware_models.plan import (
+    Placement,
+    Plan,
+    ceil_div,
+    group_inputs,
+    group_outputs,
+    read_bytes,
+    shard_factor,
+)
 from hardware_models.target import Target
 from reference.ir import Module
 

@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hardware_models.plan import Group, Partition, Plan, ceil_div, gemm_shape
-from hardware_models.workload import program_arguments, program_footprint, weight_matmul_widths
+from hardware_models.plan import Group, Partition, Plan, ceil_div
 from hardware_models.target import Target
+from hardware_models.workload import (
+    program_arguments,
+    program_footprint,
+    weight_matmul_widths,
+)
 from reference.errors import InvalidShape
 from reference.ir import Module
 from reference.units import format_bytes

@@ -12,16 +12,16 @@ from __future__ import annotations
 from hardware_models.plan import Plan, StickLayout, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
-from reference.ir.graph import ELEMENT_BYTES
+from reference.ir.graph import element_bytes
 
 
 def stick_layout(shape: tuple[int, ...], dtype: str, target: Target, stick_dim: int | None = None) -> StickLayout:
     """The default (last-dimension) stick layout of a tensor whose elements run as `dtype` (the
     plan's `runs_as`), or one sticked on `stick_dim`."""
     stick_bytes = int(target["chip.stick_bytes"])
-    element_bytes = ELEMENT_BYTES.get(dtype, 4) or 1
+    width = element_bytes(dtype) or 1  # a token: one byte, so a stick still has a width
     dim = (len(shape) - 1 if stick_dim is None else stick_dim) if shape else 0
-    return StickLayout(tuple(shape), dim, stick_bytes // element_bytes, stick_bytes)
+    return StickLayout(tuple(shape), dim, stick_bytes // width, stick_bytes)
 
 
 def stickify(module: Module, plan: Plan, target: Target) -> Plan:

@@ -27,7 +27,12 @@ from dataclasses import dataclass, replace
 from hardware_models.passes.shard_tensor_parallel import fewest_chips, kv_share
 from hardware_models.plan import ceil_div
 from hardware_models.serving.simulate import EngineConfig
-from hardware_models.serving.step_cost import Lower, StepCosts, build_step_costs, split_attention
+from hardware_models.serving.step_cost import (
+    Lower,
+    StepCosts,
+    build_step_costs,
+    split_attention,
+)
 from hardware_models.target import Target
 from reference.errors import InvalidShape
 from reference.units import format_bytes, plural

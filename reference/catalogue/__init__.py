@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from reference.catalogue import attention, elementwise, linalg, memory, mlp, norms, transformer
+from reference.catalogue import (
+    attention,
+    elementwise,
+    linalg,
+    memory,
+    mlp,
+    norms,
+    transformer,
+)
 from reference.errors import UnknownName
 from reference.spec import Entry
 

@@ -11,12 +11,25 @@ import dataclasses
 
 import numpy as np
 
-from reference.catalogue.attention import apply_rope, attention, rope_cos_sin, rope_inv_freq
+from reference.catalogue.attention import (
+    apply_rope,
+    attention,
+    rope_cos_sin,
+    rope_inv_freq,
+)
 from reference.catalogue.mlp import mlp, mlp_weights, moe, moe_weights
 from reference.catalogue.norms import layernorm, rmsnorm
 from reference.errors import InvalidShape
 from reference.models import ModelConfig, get_model, load_models
-from reference.spec import Entry, Param, TensorSpec, bias, gain, require_divisible, weight
+from reference.spec import (
+    Entry,
+    Param,
+    TensorSpec,
+    bias,
+    gain,
+    require_divisible,
+    weight,
+)
 
 STYLE = Param("style", "llama", "llama: RMSNorm, GQA+RoPE, SwiGLU; gpt2: LayerNorm, MHA, GELU MLP", choices=("llama", "gpt2"))
 MODE = Param("mode", "prefill", "whole sequence, or one new token against a KV cache", choices=("prefill", "decode"))

@@ -2,7 +2,16 @@
 
 from reference.ir.counters import Cost, Stats, dot_and_conv_flops, module_stats, op_cost
 from reference.ir.from_stablehlo import category, parse_stablehlo
-from reference.ir.graph import Block, ConvDims, DotDims, Function, Module, Op, Origin, TensorType
+from reference.ir.graph import (
+    Block,
+    ConvDims,
+    DotDims,
+    Function,
+    Module,
+    Op,
+    Origin,
+    TensorType,
+)
 from reference.ir.printer import print_module
 from reference.ir.verify import verify
 

@@ -39,7 +39,12 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
-from reference.ir.from_stablehlo import BATCH_NORMS, ELEMENTWISE, TRANSCENDENTAL, category
+from reference.ir.from_stablehlo import (
+    BATCH_NORMS,
+    ELEMENTWISE,
+    TRANSCENDENTAL,
+    category,
+)
 from reference.ir.graph import Function, Module, Op
 
 # Rule 4: (FLOPs, transcendentals) per element of XLA's expansion of a CHLO op, by element

@@ -20,8 +20,20 @@ from typing import Any
 import numpy as np
 
 from reference.errors import MalformedIR
-from reference.ir.graph import Block, ConvDims, DotDims, Function, GatherDims, Module, Op, Origin, ScatterDims, TensorType
-from reference.ir.limits import MAX_NESTING, check_text, check_calls
+from reference.ir.graph import (
+    Block,
+    ConvDims,
+    DotDims,
+    Function,
+    GatherDims,
+    Module,
+    Op,
+    Origin,
+    ScatterDims,
+    TensorType,
+    element_bytes,
+)
+from reference.ir.limits import MAX_NESTING, check_calls, check_text
 from reference.ir.mlir_context import make_context
 
 ELEMENTWISE = {
@@ -141,6 +153,7 @@ class _Reader:
             t = mlir_type
             if not t.has_static_shape:
                 raise MalformedIR(f"dynamic shape {t} is not supported")
+            element_bytes(str(t.element_type))  # refuses a type the IR cannot count the bytes of
             return TensorType(tuple(t.shape), str(t.element_type))
         if isinstance(mlir_type, ir.UnrankedTensorType):
             raise MalformedIR(f"unranked tensor {mlir_type} is not supported")

@@ -13,11 +13,35 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-# Bytes per element of each MLIR element type name; anything else counts as unknown (0).
+from reference.errors import UnsupportedDtype
+
+# Bytes per element of each MLIR element type the IR holds (the 8-bit floats in every variant
+# StableHLO names; complex as two of its parts). A type that holds no data (a token) is 0 bytes;
+# any other type, sub-byte ones included (i4, f4E2M1FN: packing is not modelled), is refused on
+# import (`element_bytes`), so no tensor is ever counted as 0 bytes or as a guessed 4.
 ELEMENT_BYTES = {
-    "f64": 8, "f32": 4, "bf16": 2, "f16": 2, "f8E4M3FN": 1, "f8E5M2": 1,
+    "f64": 8, "f32": 4, "bf16": 2, "f16": 2,
+    "f8E4M3FN": 1, "f8E5M2": 1, "f8E4M3": 1, "f8E3M4": 1, "f8E4M3FNUZ": 1, "f8E5M2FNUZ": 1, "f8E4M3B11FNUZ": 1,
+    "f8E8M0FNU": 1,
     "i64": 8, "ui64": 8, "i32": 4, "ui32": 4, "i16": 2, "ui16": 2, "i8": 1, "ui8": 1, "i1": 1,
+    "complex<f32>": 8, "complex<f64>": 16,
 }
+# An ordering token holds no data; a tuple's bytes are its members', counted where they are made.
+NO_DATA_PREFIXES = ("!stablehlo.token", "!mhlo.token", "tuple<")
+
+
+def element_bytes(dtype: str) -> int:
+    """Bytes per element of an MLIR element type; 0 for a token.
+
+    Raises:
+        UnsupportedDtype: any other type, naming the ones the IR holds.
+    """
+    width = ELEMENT_BYTES.get(dtype)
+    if width is not None:
+        return width
+    if dtype.startswith(NO_DATA_PREFIXES):
+        return 0
+    raise UnsupportedDtype("the IR", dtype, ELEMENT_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +57,7 @@ class TensorType:
 
     @property
     def nbytes(self) -> int:
-        return self.elements * ELEMENT_BYTES.get(self.dtype, 0)
+        return self.elements * element_bytes(self.dtype)
 
     def __str__(self) -> str:
         return f"{self.dtype}[{','.join(map(str, self.shape))}]"
