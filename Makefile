@@ -19,7 +19,7 @@ PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS_LOAD_VENV := .venv-peers-load
 PEERS_LOAD_STAMP := $(PEERS_LOAD_VENV)/.installed-stamp
 
-.PHONY: setup scalesim torch-xla demo test test-core notebooks calibrate validate bench bench-peers peers-load mutation clean
+.PHONY: setup scalesim torch-xla demo lint test test-core notebooks calibrate validate bench bench-peers peers-load mutation clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -63,7 +63,13 @@ demo: setup
 # examples come from HYPOTHESIS_SEED, printed: by default the commit's hash as a number, so each
 # commit draws new examples and a run of the same commit replays them; `make test HYPOTHESIS_SEED=N`.
 HYPOTHESIS_SEED ?= $(shell printf '%d' 0x$$(git rev-parse --short=8 HEAD 2>/dev/null || echo 0))
-test: setup scalesim
+# ruff's lint and its formatter's check (pyproject.toml [tool.ruff]), before the tests: a finding
+# fails `make test` in seconds. `$(BIN)/ruff check --fix . && $(BIN)/ruff format .` repairs most.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: setup scalesim lint
 	@echo "hypothesis seed $(HYPOTHESIS_SEED) (replay: make test HYPOTHESIS_SEED=$(HYPOTHESIS_SEED))"
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadgroup -p no:cacheprovider --hypothesis-seed=$(HYPOTHESIS_SEED)
 

@@ -118,7 +118,7 @@ def measure(rows=ROWS) -> list[dict]:
             inputs = _inputs(entry, shapes, dtype)
             for mode in ("eager", "graph"):
                 try:
-                    out.append(record(name, label(given), mode, _time(lambda: module(*inputs), mode == "graph"), device))
+                    out.append(record(name, label(given), mode, _time(lambda m=module, i=inputs: m(*i), mode == "graph"), device))
                 except Exception as e:  # a module a CUDA graph cannot capture: said in the row
                     out.append(record(name, label(given), mode, UNTIMED, device, f"{type(e).__name__}: {str(e)[:120]}"))
         del module, inputs
@@ -145,7 +145,7 @@ def measure_sdpa() -> list[dict]:
                 try:
                     with sdpa_kernel(getattr(SDPBackend, {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
                                                           "efficient": "EFFICIENT_ATTENTION"}[backend])):
-                        timed = _time(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)), True)
+                        timed = _time(lambda q=q, k=k, v=v, c=bool(causal): F.scaled_dot_product_attention(q, k, v, is_causal=c), True)
                     flops = 4 * b * h * t * t * d  # the two dots, full (as FlashAttention's benchmark counts non-causal)
                     out.append(record("sdpa", shapes, "graph", timed, device, f"{flops / timed[0] / 1e12:.0f} TFLOP/s on the full dots' FLOPs"))
                 except Exception as e:  # a backend this build or GPU lacks

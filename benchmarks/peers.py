@@ -95,7 +95,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import io
 import json
 import logging
 import pathlib

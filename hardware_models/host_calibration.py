@@ -127,6 +127,7 @@ import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hardware_models.cost.cpu import (
     COMPILED,
@@ -141,6 +142,9 @@ from hardware_models.cost.cpu import (
     XLA_GEMM_CURVE,
 )
 from hardware_models.host import HostCpu
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
 COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
@@ -174,7 +178,7 @@ FLOOR = 1e-9  # a fitted time no smaller than this: timing noise can make a diff
 CALL_ROWS = {"eager": "H01", "inductor": "H03", "xla": "H05"}  # each runtime's call of one tiny GEMM program
 
 
-def angle_table(n: int) -> "np.ndarray":
+def angle_table(n: int) -> np.ndarray:
     """n f32 RoPE angles, row after row: position p times each of a head's inverse frequencies
     (ROPE_THETA's, the half-split layout's two copies), as a model takes their sine and cosine."""
     import numpy as np
@@ -430,7 +434,7 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
 
         def work(m):  # a row's own arithmetic at the current fit
             k = CONV_SHAPES[m.spec.size][1] * 9
-            return m.spec.flops * (1 + depth / k) / rate
+            return m.spec.flops * (1 + depth / k) / rate  # noqa: B023 - the fit of this round, by design
 
         for _ in range(3):  # the tiny rows' own work (9 kFLOP) taken out of their fixed costs: 3 rounds converge
             fixed = max(batched.median_s - base - work(batched), FLOOR)

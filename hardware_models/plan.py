@@ -361,7 +361,7 @@ class PassRecord:
     seconds: float = 0.0
 
 
-def shard_factor(plan: "Plan", group: "Group") -> int:
+def shard_factor(plan: Plan, group: Group) -> int:
     """How many chips split this group's contraction (tensor parallelism); 1 otherwise."""
     p = plan.partition
     return p.tensor_parallel if p and group.kind == "contraction" and p.mode == "tensor parallel" else 1
@@ -391,7 +391,7 @@ class Plan:
     folds: tuple[Fold, ...] = ()  # upcasts compiled away, from fold_upcasts
     attention: dict[int, AttentionShape] = field(default_factory=dict)  # group id -> fused attention, from fuse_attention
 
-    def with_(self, **changes) -> "Plan":
+    def with_(self, **changes) -> Plan:
         return replace(self, **changes)
 
     def runs_as(self, dtype: str) -> str:
@@ -404,7 +404,7 @@ class Plan:
         factors = dict(self.flop_factors)
         return max((factors.get(t.dtype, 1) for t in (*op.operand_types, *op.result_types)), default=1) if factors else 1
 
-    def value_graph(self) -> "ValueGraph":
+    def value_graph(self) -> ValueGraph:
         """Producers, consumers and sizes of the plan's values, at the widths the target runs them as."""
         return ValueGraph(self.ops, dict(self.dtypes))
 

@@ -123,7 +123,7 @@ class Target:
             return emulated[dtype]
         raise UnsupportedDtype(f"target {self.name}", dtype, [*self.native_dtypes, *emulated])
 
-    def with_overrides(self, overrides: dict[str, float]) -> "Target":
+    def with_overrides(self, overrides: dict[str, float]) -> Target:
         """A copy with some quantities replaced (`--set levels.l2.resident_fraction=0.3`).
 
         Raises:

@@ -248,7 +248,7 @@ def _per_chip(plan: Plan, target: Target) -> list[dict]:
                     extra = {"chip": chip, "stage": stage, **({"layer": seg.layer} if seg.layer is not None else {})}
                     events.append(_op_event(plan, g, slot, chip, units.index(slot.unit), offset + slot.start, clock, **extra))
             cursor = offset + max(s.start + _drawn(s) for s in slots)
-        for n in range(seg.all_reduces):
+        for _ in range(seg.all_reduces):
             for chip in chips_of(stage):
                 events.append(transfer(reduce_group, chip, cursor, reduce, chip=chip, stage=stage,
                                        **({"layer": seg.layer} if seg.layer is not None else {})))

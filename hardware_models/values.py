@@ -50,7 +50,7 @@ def constant_values(ops: tuple[PlannedOp, ...], fold_iota: bool = True) -> set[s
     return constant
 
 
-def is_kernel_op(p: PlannedOp, graph: "ValueGraph") -> bool:
+def is_kernel_op(p: PlannedOp, graph: ValueGraph) -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
     return not (p.op.known and p.op.short_name in VIEWS | FREE) and p.index not in graph.layout_views \
         and p.index not in graph.offset_views

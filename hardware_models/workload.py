@@ -192,7 +192,7 @@ def layer_structure(module: Module) -> LayerStructure | None:
     return LayerStructure(layers, layer_bytes, hidden, shape)
 
 
-def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
+def program_arguments(plan: Plan, module: Module) -> frozenset[str]:
     """Qualified values that are the program's own arguments (weights, inputs, caches): main's
     arguments, and a called function's arguments bound to them (a regional block's weights)."""
     params = {f"main{name}" for name, _ in module.main.args}
@@ -206,7 +206,7 @@ def program_arguments(plan: "Plan", module: Module) -> frozenset[str]:
     return frozenset(params)
 
 
-def weight_matmul_widths(module: Module, plan: "Plan") -> list[int]:
+def weight_matmul_widths(module: Module, plan: Plan) -> list[int]:
     """Output widths (n) of the contractions that multiply by a weight matrix: no batch dimension
     and an operand that is one of the program's arguments (a projection, an MLP matrix, the LM
     head). Attention's dots (batched over heads, against activations or the KV cache) are not

@@ -15,8 +15,21 @@ import sys
 import click
 
 from landscape.options import (
-    DTYPE, DTYPE_HELP, SEED, SEED_RANGE, SIZE, DTypeParam, check_name_or_file, checked_shapes, estimate_options, load_target,
-    model_option, note_on_stderr, print_json, shape_options, verbose,
+    DTYPE,
+    DTYPE_HELP,
+    SEED,
+    SEED_RANGE,
+    SIZE,
+    DTypeParam,
+    check_name_or_file,
+    checked_shapes,
+    estimate_options,
+    load_target,
+    model_option,
+    note_on_stderr,
+    print_json,
+    shape_options,
+    verbose,
 )
 from landscape.outputs import check_output_dir, check_output_file, dump_json, write_file
 from landscape.serve_cli import STRICT_DTYPES_HELP, WITHOUT_HELP
@@ -464,7 +477,8 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
     and the ops where it shows (free-running), whether it reaches the output, the bisected
     sub-step and the repro's path. Exits 1 when a rung diverges.
     """
-    from landscape.debug import debug as run_debug, list_faults, render
+    from landscape.debug import debug as run_debug
+    from landscape.debug import list_faults, render
     from reference.faults import get_fault
 
     if show_faults:
@@ -502,11 +516,9 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
         raise click.exceptions.Exit(1)
 
 
-from landscape.serve_cli import compare, landscape_map_command, predict  # noqa: E402  (the commands that serve models)
-
 from landscape.host_cli import calibrate, validate  # noqa: E402  (the commands that measure this machine)
-
 from landscape.load_cli import serve  # noqa: E402  (serving under load)
+from landscape.serve_cli import compare, landscape_map_command, predict  # noqa: E402  (the commands that serve models)
 
 for _command in (predict, landscape_map_command, compare, calibrate, validate, serve):
     cli.add_command(_command)

@@ -38,7 +38,15 @@ from pathlib import Path
 import numpy as np
 
 from landscape.debug_findings import (  # noqa: F401  (the API: debug, and what it returns and prints)
-    Finding, OpSite, Rung, differing_ops, gate, list_faults, measure, op_differs, render,
+    Finding,
+    OpSite,
+    Rung,
+    differing_ops,
+    gate,
+    list_faults,
+    measure,
+    op_differs,
+    render,
 )
 from landscape.outputs import write_file
 from reference.faults import get_fault
@@ -167,10 +175,9 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     from hardware_models.execute_plan import run_plan
     from hardware_models.pipelines import compile_plan
     from hardware_models.target import get_target
+    from reference.errors import UnknownName
     from reference.faults import decomposition_hook
     from reference.ir.interpret import trace_values
-
-    from reference.errors import UnknownName
 
     if isinstance(inject, str):
         inject = (inject,)

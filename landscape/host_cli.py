@@ -157,7 +157,8 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
     target = _host_target(target_file) if target_file is not None else get_target("host-cpu")
     from hardware_models.families.cpu import machine_note
     from landscape.host_render import render_drift, render_rows, rows_csv
-    from landscape.host_validate import drift, summary, validate as run
+    from landscape.host_validate import drift, summary
+    from landscape.host_validate import validate as run
 
     note = machine_note(target)
     if note and not as_json:

@@ -22,8 +22,26 @@ from datetime import date
 from pathlib import Path
 
 from hardware_models.host import read_host
-from hardware_models.host_calibration import (ANGLE_FUNCTIONS, CHAIN_N, COLD_GEMM, CONV_SHAPES, conv_shape, DOT_N, INDEX_ADD_SHAPE, POSITIVE, REDUCE_ROW, SDPA_SHAPE, STRIDED_ROWS, Measured, RowSpec, fit,
-                                              angle_table, plan_rows, rows_csv, target_toml)
+from hardware_models.host_calibration import (
+    ANGLE_FUNCTIONS,
+    CHAIN_N,
+    COLD_GEMM,
+    CONV_SHAPES,
+    DOT_N,
+    INDEX_ADD_SHAPE,
+    POSITIVE,
+    REDUCE_ROW,
+    SDPA_SHAPE,
+    STRIDED_ROWS,
+    Measured,
+    RowSpec,
+    angle_table,
+    conv_shape,
+    fit,
+    plan_rows,
+    rows_csv,
+    target_toml,
+)
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter

@@ -132,8 +132,9 @@ def serve(model_name, target_name, chips_text, concurrency, rate, trace_path, n_
                         length_dist=length_dist, concurrency=concurrency, rate=rate, trace=trace, seed=seed)
     notes = check_lengths(model_name, workload.specs(), allow_beyond_context)
     engine = EngineConfig(scheduler, token_budget, max(caps), cache, block_tokens, not no_preempt)
-    from landscape.outputs import OutputDir
     import contextlib
+
+    from landscape.outputs import OutputDir
 
     with OutputDir(out_dir, force) if out_dir is not None else contextlib.nullcontext() as out:  # checked and locked first
         if slo is not None:

@@ -25,11 +25,11 @@ from hardware_models.cost.roofline import chip_shares, schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
 from landscape.outputs import dump_json
 from landscape.render import bound_counts, kernel_cause, kind_deltas, pair_sections, path_label, ranking, xla_text
+from landscape.roofline_plot import plot_roofline
+from reference.units import format_bytes, format_percent, format_seconds
 
 # How the page names a path in a sentence ("The PyTorch path: ...").
 PATH_NAMES = {"torch": "PyTorch", "jax": "JAX", "torch-xla": "torch-xla"}
-from landscape.roofline_plot import plot_roofline
-from reference.units import format_bytes, format_percent, format_seconds
 
 # One line each, on the page under "How to read it".
 DEFINITIONS = {

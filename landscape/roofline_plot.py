@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from hardware_models.cost.model import Estimate
 from hardware_models.cost.roofline import Point, ceilings, roofline_points
 from hardware_models.target import Target
-from reference.units import format_rate, format_seconds
 from landscape.render import short_label, short_scope
 from reference.ir.from_stablehlo import DATA_MOVEMENT
+from reference.units import format_rate, format_seconds
 
 MARKERS = {"compute": ("o", "tab:blue"), "memory": ("s", "tab:green"), "schedule": ("x", "tab:red")}
 NAMED = 3  # how many of the biggest kernels are named on the plot

@@ -10,8 +10,19 @@ import contextlib
 import click
 
 from landscape.options import (
-    ALLOW_BEYOND_CONTEXT_HELP, BATCH, DTYPE, DTYPE_HELP, SIZE, DTypeParam, check_exclusive, check_model, load_target,
-    model_option, parse_target_list, print_json, verbose,
+    ALLOW_BEYOND_CONTEXT_HELP,
+    BATCH,
+    DTYPE,
+    DTYPE_HELP,
+    SIZE,
+    DTypeParam,
+    check_exclusive,
+    check_model,
+    load_target,
+    model_option,
+    parse_target_list,
+    print_json,
+    verbose,
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
@@ -147,9 +158,9 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """
     from hardware_models.landscape_map import FAMILIES, landscape_map
     from hardware_models.predict import predict_inference
-    from reference.units import format_bytes
     from reference.errors import UnknownName
     from reference.models import get_model
+    from reference.units import format_bytes
 
     check_exclusive(**{"--json": as_json, "--markdown": as_markdown})
     check_model(model_name)

@@ -24,7 +24,7 @@ def _lowering(model: str, side: str, precision: str) -> Callable[[dict], object]
 
     dtype, eight_bit = precision_dtypes(precision)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def lower(key: tuple) -> object:
         module = lower_named(model, side, dict(key), dtype).module
         if eight_bit:

@@ -24,7 +24,6 @@ same FLOPs (benchmarks/hf_lowering.py).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import warnings
 

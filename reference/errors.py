@@ -193,7 +193,7 @@ class CaptureFailed(LoweringFailed):
         super().__init__(message)
 
     @classmethod
-    def from_exception(cls, err: BaseException, tool: str) -> "CaptureFailed":
+    def from_exception(cls, err: BaseException, tool: str) -> CaptureFailed:
         import linecache
         import traceback
 

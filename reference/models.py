@@ -82,7 +82,7 @@ def load_models(path: Path = MODELS_FILE) -> dict[str, ModelConfig]:
     required = [f.name for f in fields(ModelConfig) if f.default is MISSING and f.name != "name"]
     out = {}
     for name, table in raw.items():
-        for key, value in table.items():
+        for key in table:
             if key not in known or key == "name":
                 raise BadModelFile(f"{path}: model {name!r}: unknown field {key!r}; valid: {', '.join(sorted(known))}")
         for key in required:

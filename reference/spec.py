@@ -10,14 +10,13 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
 from reference.dtypes import FLOAT_DTYPES
 from reference.errors import InvalidShape, MalformedInput, UnknownName, UnsupportedDtype
 
-Value = Union[int, str]
+Value = int | str
 Shapes = Mapping[str, Value]
 Arrays = Mapping[str, np.ndarray]
 
@@ -106,7 +105,7 @@ def gain(shape: tuple[int, ...]) -> TensorSpec:
     return TensorSpec(shape, std=0.1, kind="scale")
 
 
-Reference = Callable[[Shapes, Arrays, Arrays], Union[np.ndarray, tuple]]
+Reference = Callable[[Shapes, Arrays, Arrays], np.ndarray | tuple]
 Condition = Callable[[Shapes, dict, dict, np.random.Generator, str], None]
 
 

@@ -27,7 +27,7 @@ class Tolerance:
     def bound(self, ref_max_abs: float) -> float:
         return self.atol + self.rtol * ref_max_abs
 
-    def widened(self, factor: float) -> "Tolerance":
+    def widened(self, factor: float) -> Tolerance:
         return Tolerance(self.dtype, self.atol * factor, self.rtol * factor, self.accumulation)
 
     def to_dict(self) -> dict:

@@ -72,7 +72,7 @@ def call_driver(jobs: list[dict], timeout_s: float = DRIVER_TIMEOUT_S) -> tuple[
             return json.loads(answer)["results"], wall
         except (json.JSONDecodeError, KeyError):
             lines = done.stderr.strip().splitlines() or ["no output"]
-            started = [int(l[len(JOB_MARK):]) for l in lines if l.startswith(JOB_MARK) and l[len(JOB_MARK):].isdigit()]
+            started = [int(ln[len(JOB_MARK):]) for ln in lines if ln.startswith(JOB_MARK) and ln[len(JOB_MARK):].isdigit()]
             job = jobs[started[-1]] if started else {}
             where = f" in {job.get('name')} ({job.get('part') or job.get('kind')}, {job.get('dtype')})" if job else ""
             raise LoweringFailed(f"torch-xla: the driver failed{where} (exit {done.returncode}): {lines[-1]}") from None

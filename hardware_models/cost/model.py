@@ -47,7 +47,7 @@ class Cost:
     # program's time and span_s how long it runs itself (what the roofline draws); 0: time_s.
     span_s: float = 0.0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(
             self.flops + other.flops, self.padded_flops + other.padded_flops, self.compute_s + other.compute_s,
             self.schedule_s + other.schedule_s, self.time_s + other.time_s,
@@ -55,7 +55,7 @@ class Cost:
             (self.span_s or self.time_s) + (other.span_s or other.time_s) if self.span_s or other.span_s else 0.0,
         )
 
-    def __mul__(self, k: int) -> "Cost":
+    def __mul__(self, k: int) -> Cost:
         return Cost(
             self.flops * k, self.padded_flops * k, self.compute_s * k, self.schedule_s * k, self.time_s * k,
             tuple((n, b * k) for n, b in self.bytes), tuple((n, s * k) for n, s in self.memory_s), self.span_s * k,

@@ -13,8 +13,8 @@ tests/hardware_models/test_families.py adds a toy family that way.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from reference.errors import UnknownName
 

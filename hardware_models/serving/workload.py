@@ -59,7 +59,7 @@ class Workload:
             return [RequestSpec(i, o) for i, o in lengths]
         return [RequestSpec(i, o, t) for (i, o), t in zip(lengths, poisson_arrivals(len(lengths), self.rate, rng))]
 
-    def at(self, *, rate: float | None = None, concurrency: int | None = None) -> "Workload":
+    def at(self, *, rate: float | None = None, concurrency: int | None = None) -> Workload:
         """The same stream at another load."""
         return replace(self, rate=rate, concurrency=concurrency, trace=self.trace if self.trace is None else
                        tuple(RequestSpec(s.input_len, s.output_len) for s in self.trace))

@@ -66,10 +66,10 @@ class Cost:
     bytes_read: int = 0
     bytes_written: int = 0
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(*(a + b for a, b in zip(self.astuple(), other.astuple())))
 
-    def __mul__(self, k: int) -> "Cost":
+    def __mul__(self, k: int) -> Cost:
         return Cost(*(a * k for a in self.astuple()))
 
     def astuple(self) -> tuple[int, int, int, int]:

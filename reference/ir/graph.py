@@ -128,7 +128,7 @@ class Block:
     """A region's single block: its arguments and ops."""
 
     args: tuple[tuple[str, TensorType], ...]
-    ops: tuple["Op", ...]
+    ops: tuple[Op, ...]
 
 
 @dataclass(frozen=True, slots=True)

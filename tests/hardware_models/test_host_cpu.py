@@ -6,9 +6,29 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import FUNCTIONS, GRAIN, MID_GEMM_N, SMALL_GEMM_N, TINY_GEMM_N, evaluations, gemm_rate, level_for, threads, vector_rate
+from hardware_models.cost.cpu import (
+    FUNCTIONS,
+    GRAIN,
+    MID_GEMM_N,
+    SMALL_GEMM_N,
+    TINY_GEMM_N,
+    evaluations,
+    gemm_rate,
+    level_for,
+    threads,
+    vector_rate,
+)
 from hardware_models.host import read_host
-from hardware_models.host_calibration import CONV_SHAPES, EIGEN_CONV, Measured, RowSpec, fit, plan_rows, read_rows, refit
+from hardware_models.host_calibration import (
+    CONV_SHAPES,
+    EIGEN_CONV,
+    Measured,
+    RowSpec,
+    fit,
+    plan_rows,
+    read_rows,
+    refit,
+)
 from hardware_models.host_runtime import FrameworkOp, eager_seconds
 from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
@@ -130,8 +150,8 @@ _HOST = None
 def fake_machine_cached():
     global _HOST
     if _HOST is None:
-        import tempfile
         import pathlib
+        import tempfile
 
         _HOST = fake_machine(pathlib.Path(tempfile.mkdtemp()))
     return _HOST
@@ -314,7 +334,7 @@ def test_a_fused_loops_transcendentals_are_priced_per_function_by_hand():
     t = get_target("host-cpu")
     shape = jax.ShapeDtypeStruct((64, 1024), jnp.float32)  # 65536 elements: above the grain
     for fn, name in ((jnp.sin, "sine"), (jnp.tanh, "tanh")):
-        lowering = lower_function(lambda x: fn(x) * 2.0, shape)
+        lowering = lower_function(lambda x, fn=fn: fn(x) * 2.0, shape)
         module = getattr(lowering, "module", lowering)
         plan = compile_plan(lowering, t)
         (group,) = [g for g in plan.groups if g.kind == "fusion"]
@@ -356,10 +376,10 @@ def test_an_iota_and_what_follows_from_it_run_in_the_cpus_loops_and_xla_shares_s
 
 def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(tmp_path):
     """Only functions calibrate never times fall back to exp's rate; a file without one it times is damaged."""
-    from reference.errors import BadTargetFile
-    from hardware_models.target import load_target_file
-
     from pathlib import Path
+
+    from hardware_models.target import load_target_file
+    from reference.errors import BadTargetFile
 
     text = Path(get_target("host-cpu").path).read_text()
     damaged = tmp_path / "host-cpu.toml"
@@ -373,7 +393,13 @@ def test_a_gemms_rate_follows_the_measured_rows_by_hand():
     2 * 32^3 and below), the middle row's at 2 * 256^3, the large row's at 2 * 1024^3 and
     above; straight in log FLOPs between neighbours (halfway in log between 256^3 and 1024^3:
     2 * 512^3; between 32^3 and 128^3: 2 * 64^3)."""
-    from hardware_models.cost.cpu import LARGE_GEMM_FLOPS, MID_GEMM_FLOPS, SMALL_GEMM_FLOPS, TINY_GEMM_FLOPS, size_factor
+    from hardware_models.cost.cpu import (
+        LARGE_GEMM_FLOPS,
+        MID_GEMM_FLOPS,
+        SMALL_GEMM_FLOPS,
+        TINY_GEMM_FLOPS,
+        size_factor,
+    )
 
     t = get_target("host-cpu")
     tiny = t["fitted.gemm_f32_tiny_flop_per_s"]

@@ -120,10 +120,10 @@ def test_capture_failure_names_the_line_and_the_fix():
     import inspect
 
     import pytorch_side.faults as faults
+    from pytorch_side.capture import capture
     from reference.catalogue import get_entry
     from reference.errors import CaptureFailed
     from reference.inputs import make_case
-    from pytorch_side.capture import capture
 
     case = make_case(get_entry("softmax"), get_entry("softmax").resolve({}), "float32", 0)
     with pytest.raises(CaptureFailed) as err:

@@ -32,11 +32,10 @@ def test_run_with_checkpoint_weights(folders, capfd):
     """The run computes with the checkpoint's weights: its float64 reference is decoder_forward on
     them (not on seeded ones), and both sides agree with it."""
     from reference.agreement import check_agreement
-    from reference.catalogue import resolve_model
+    from reference.catalogue import get_entry, resolve_model
     from reference.catalogue.transformer import decoder_forward
     from reference.hf_weights import checkpoint_weights
     from reference.inputs import make_case
-    from reference.catalogue import get_entry
     from reference.models import get_model
 
     assert main(["run", folders["qwen2"], "--weights", folders["qwen2"], "--shape", "seq=6", "--json"]) == 0

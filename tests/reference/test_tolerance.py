@@ -147,8 +147,8 @@ def test_the_measured_worst_cases_are_the_ones_the_table_states_and_within_every
 @pytest.mark.jax
 def test_a_float32_convolution_summing_over_274625_elements_passes_at_its_widened_bound():
     """It measured 180 u (sqrt(k) = 524), past the table's 64 u: `landscape run` failed it before."""
-    from reference.agreement import check_agreement
     from landscape.cli import default_runners
+    from reference.agreement import check_agreement
 
     shapes = {"batch": 1, "c_in": 65, "c_out": 2, "height": 65, "width": 65, "kernel": 65}
     result = check_agreement("conv2d", shapes, "float32", 0, runners=default_runners())
@@ -163,8 +163,8 @@ def test_a_float32_convolution_summing_over_274625_elements_passes_at_its_widene
 def test_a_second_opinion_relative_rmse_within_torch_testings_default_rtol(name, shapes, dtype, rtol):
     """Judged without our table: the relative RMSE against float64, sqrt(mean (side - ref)^2) /
     sqrt(mean ref^2), within torch.testing.assert_close's default rtol for the dtype."""
-    from reference.agreement import check_agreement
     from landscape.cli import default_runners
+    from reference.agreement import check_agreement
 
     result = check_agreement(name, shapes, dtype, 0, runners=default_runners())
     for side in ("torch", "jax"):

@@ -15,7 +15,6 @@ FAMILIES = ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre")
 def _block():
     from jax_side.lower import lower_entry as lower_jax
     from pytorch_side.lower import lower_entry as lower_torch
-
     from reference.catalogue import CATALOGUE
 
     shapes = CATALOGUE["block"].resolve({})
@@ -38,13 +37,12 @@ def test_a_layernorm_in_f64_is_costed_on_both_sides_and_refused_only_under_stric
     """torch-mlir computes LayerNorm's statistics in f64: a TPU costs that side as double-f32 and
     says so, so the comparison keeps both sides; with strict_dtypes the side is refused (with what
     to do), the refusal is recorded and the rest kept."""
+    import jax
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     from jax_side.lower import lower_function
     from pytorch_side.lower import lower_module
-
-    import jax
 
     with FakeTensorMode():
         norm = torch.nn.LayerNorm(64)  # torch-mlir computes its statistics in f64
@@ -69,7 +67,6 @@ def test_the_gpt2_block_is_costed_on_both_sides_on_all_five_families_and_its_art
     upcasts are folded and what they would have cost (the side compiled without the fold) is > 0."""
     from jax_side.lower import lower_entry as lower_jax
     from pytorch_side.lower import lower_entry as lower_torch
-
     from reference.catalogue import CATALOGUE
 
     shapes = CATALOGUE["block"].resolve({"style": "gpt2"})

@@ -38,9 +38,10 @@ def test_both_module_trees_carry_exactly_the_canonical_names_and_shapes(name, ov
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
 @pytest.mark.parametrize("name,overrides", CASES, ids=lambda x: str(x))
 def test_round_trip_through_jax_is_bit_exact(name, overrides, dtype):
+    import torch
+
     import jax_side
     import pytorch_side
-    import torch
 
     torch.manual_seed(0)
     shapes = _shapes(name, overrides)
@@ -55,7 +56,6 @@ def test_round_trip_through_jax_is_bit_exact(name, overrides, dtype):
 
 def test_loading_a_wrong_key_names_it():
     import jax_side
-
     from reference.errors import WeightMismatch
 
     module = jax_side.build("linear", _shapes("linear", {}), "float32")
@@ -68,9 +68,10 @@ def test_a_known_non_symmetric_weight_gives_the_element_it_must_on_both_sides():
     gives y = x W^T + b = [11, 23]. A round trip cannot see a transposition that both directions
     make consistently; y[1] is 23 only if JAX's kernel is W^T (22 if W were loaded untransposed)."""
     import jax.numpy as jnp
+    import torch
+
     import jax_side
     import pytorch_side
-    import torch
 
     shapes = _shapes("linear", {"m": 1, "k": 2, "n": 2})
     weights = {"weight": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32), "bias": np.array([10.0, 20.0], np.float32)}

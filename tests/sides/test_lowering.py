@@ -33,12 +33,12 @@ def test_jax_ir_counts_equal_xla_cost_analysis(name, overrides, dtype):
 
 @pytest.mark.parametrize("name,overrides", CASES, ids=IDS)
 def test_torch_contraction_flops_equal_flop_counter_and_the_jax_path(name, overrides):
-    import pytorch_side
-    from jax_side.lower import lower_entry as lower_jax
-    from pytorch_side.lower import lower_entry as lower_torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
+    import pytorch_side
+    from jax_side.lower import lower_entry as lower_jax
+    from pytorch_side.lower import lower_entry as lower_torch
     from reference.inputs import make_case
 
     entry = CATALOGUE[name]
@@ -73,9 +73,10 @@ def test_users_lower_their_own_module_and_function():
     import jax
     import jax.numpy as jnp
     import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
     from jax_side.lower import lower_function
     from pytorch_side.lower import lower_module
-    from torch._subclasses.fake_tensor import FakeTensorMode
 
     with FakeTensorMode():
         model = torch.nn.Sequential(torch.nn.Linear(63, 129), torch.nn.GELU(), torch.nn.Linear(129, 65))
@@ -107,7 +108,6 @@ def test_a_405b_layer_lowers_on_both_sides_without_weights():
 def test_provenance_names_the_layer_on_jax_and_the_source_line_on_torch():
     from jax_side.lower import lower_entry as lower_jax
     from pytorch_side.lower import lower_entry as lower_torch
-
     from reference.ir.counters import all_ops
 
     shapes = CATALOGUE["tiny"].resolve({"seq": 4})

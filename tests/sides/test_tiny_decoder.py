@@ -22,11 +22,11 @@ HEADS = {"full": {"n_heads": 4, "n_kv_heads": 4}, "mqa": {"n_heads": 4, "n_kv_he
 @pytest.mark.parametrize("style", ["llama", "gpt2"])
 @pytest.mark.parametrize("heads", HEADS)
 def test_decoder_logits_match_with_weights_moved_by_the_converter(heads, style, dtype):
-    import jax_side
-    import pytorch_side
     import torch
 
-    from reference.catalogue.transformer import decoder_forward, config_for
+    import jax_side
+    import pytorch_side
+    from reference.catalogue.transformer import config_for, decoder_forward
 
     torch.manual_seed(1)
     entry = CATALOGUE["decoder"]

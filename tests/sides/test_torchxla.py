@@ -20,9 +20,9 @@ import pytest
 
 from reference.catalogue import CATALOGUE
 from tests.shape_cases import SWEPT, mixed_shapes, themed_shapes
+from torchxla_side import available, unavailable_reason
 
 KERNEL_NAMES = [n for n, e in CATALOGUE.items() if e.kind == "kernel"]
-from torchxla_side import available, unavailable_reason
 
 # One worker runs this module (`make test` distributes by --dist loadgroup): its module fixtures
 # start torch-xla's driver once, not once per worker.

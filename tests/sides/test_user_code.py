@@ -12,9 +12,10 @@ pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
 def test_a_user_module_and_function_are_compared_against_a_user_reference():
     import jax.numpy as jnp
+    import torch
+
     import jax_side
     import pytorch_side
-    import torch
 
     x = np.random.default_rng(0).standard_normal((5, 63)).astype(np.float32)
     torch_out = pytorch_side.run_module(torch.nn.Tanh(), x)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from hardware_models.cost.roofline import ceilings, roofline_points, schedule_spans
-from landscape.roofline_plot import plot_roofline
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
+from landscape.roofline_plot import plot_roofline
 from tests.hardware_models.programs import linear_gelu, softmax
 
 
@@ -59,8 +59,8 @@ def test_chip_shares_and_schedule_spans_by_hand():
     from dataclasses import replace
 
     from hardware_models.cost.roofline import chip_shares, schedule_spans
-    from hardware_models.plan import Partition
     from hardware_models.pipelines import compile_plan
+    from hardware_models.plan import Partition
     from tests.hardware_models.programs import linear_gelu, softmax
 
     plan = compile_plan(linear_gelu(64, 128, 128, "bf16"), get_target("h100"))

@@ -255,8 +255,7 @@ def test_gpu_fused_attention_by_hand(chips):
     from dataclasses import replace
 
     from hardware_models.calibration import attention_module
-    from hardware_models.cost.gpu import gpu_attention_cost
-    from hardware_models.cost.gpu import hbm_rate
+    from hardware_models.cost.gpu import gpu_attention_cost, hbm_rate
     from hardware_models.plan import Partition
 
     tgt = get_target("h100")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.plan import Plan
-from hardware_models.workload import expand_workload
 from hardware_models.target import get_target
+from hardware_models.workload import expand_workload
 from tests.hardware_models.programs import linear_gelu, program, t
 
 
