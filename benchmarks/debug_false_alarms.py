@@ -47,7 +47,10 @@ def shape_sets(name: str) -> list[dict]:
                 resolved = entry.resolve({**odd, p: size})
             except Exception:  # noqa: BLE001 - tied sizes (heads x head_dim) or bounded ones keep their default
                 continue
-            if entry.n_weights(resolved) <= MAX_WEIGHTS and run_memory_bytes(entry, resolved, "float32") - FRAMEWORK_BYTES <= MAX_RUN_BYTES:
+            if (
+                entry.n_weights(resolved) <= MAX_WEIGHTS
+                and run_memory_bytes(entry, resolved, "float32") - FRAMEWORK_BYTES <= MAX_RUN_BYTES
+            ):
                 odd[p] = size
         if odd:
             sets.append(odd)
@@ -69,10 +72,21 @@ def main() -> int:
                 for target in targets:
                     t = time.perf_counter()
                     f = debug(name, target, args.side, shapes, dtype, cache=cache)
-                    worst = max((r.error / r.gate for r in f.rungs if r.ran and r.error is not None and r.gate), default=0.0)
-                    rows.append({"entry": name, "dtype": dtype, "shapes": " ".join(f"{k}={v}" for k, v in shapes.items()) or "defaults",
-                                 "target": target, "side": args.side, "first_divergent_rung": f.first or "",
-                                 "worst_error_over_gate": f"{worst:.3g}", "seconds": f"{time.perf_counter() - t:.2f}"})
+                    worst = max(
+                        (r.error / r.gate for r in f.rungs if r.ran and r.error is not None and r.gate), default=0.0
+                    )
+                    rows.append(
+                        {
+                            "entry": name,
+                            "dtype": dtype,
+                            "shapes": " ".join(f"{k}={v}" for k, v in shapes.items()) or "defaults",
+                            "target": target,
+                            "side": args.side,
+                            "first_divergent_rung": f.first or "",
+                            "worst_error_over_gate": f"{worst:.3g}",
+                            "seconds": f"{time.perf_counter() - t:.2f}",
+                        }
+                    )
                     if f.first == "R7":
                         findings.append(rows[-1])
                         print("R7 FINDING", rows[-1], flush=True)
@@ -85,8 +99,10 @@ def main() -> int:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    print(f"{len(rows)} clean runs, {len(alarms)} false alarms, {len(findings)} R7 findings (the target's numerics), "
-          f"{time.perf_counter() - start:.0f} s; wrote {path}")
+    print(
+        f"{len(rows)} clean runs, {len(alarms)} false alarms, {len(findings)} R7 findings (the target's numerics), "
+        f"{time.perf_counter() - start:.0f} s; wrote {path}"
+    )
     return 1 if alarms else 0
 
 

@@ -45,16 +45,48 @@ def main(models: list[str]) -> None:
                         continue
                     compile_s = time.perf_counter() - start
                     d = est.to_dict()
-                    rows.append([model, mode, side, target.name, f"{d['total_time_s'] * 1e3:.3f}", f"{d['compute_s'] * 1e3:.3f}",
-                                 f"{d['memory_s'] * 1e3:.3f}", f"{d['schedule_s'] * 1e3:.3f}", d["kernels"],
-                                 f"{d['bytes'].get(target.main_memory_level, 0) / 1e9:.3f}", est_chips(est_plan), d["bottleneck_counts"]["compute"], d["bottleneck_counts"]["memory"],
-                                 d["bottleneck_counts"]["schedule"], f"{compile_s:.3f}"])
+                    rows.append(
+                        [
+                            model,
+                            mode,
+                            side,
+                            target.name,
+                            f"{d['total_time_s'] * 1e3:.3f}",
+                            f"{d['compute_s'] * 1e3:.3f}",
+                            f"{d['memory_s'] * 1e3:.3f}",
+                            f"{d['schedule_s'] * 1e3:.3f}",
+                            d["kernels"],
+                            f"{d['bytes'].get(target.main_memory_level, 0) / 1e9:.3f}",
+                            est_chips(est_plan),
+                            d["bottleneck_counts"]["compute"],
+                            d["bottleneck_counts"]["memory"],
+                            d["bottleneck_counts"]["schedule"],
+                            f"{compile_s:.3f}",
+                        ]
+                    )
                     print(*rows[-1], flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["model", "mode", "side", "target", "total_ms", "compute_ms", "memory_ms", "schedule_ms", "kernels",
-                         "main_memory_gb", "chips", "compute_bound", "memory_bound", "schedule_bound", "compile_s"])
+        writer.writerow(
+            [
+                "model",
+                "mode",
+                "side",
+                "target",
+                "total_ms",
+                "compute_ms",
+                "memory_ms",
+                "schedule_ms",
+                "kernels",
+                "main_memory_gb",
+                "chips",
+                "compute_bound",
+                "memory_bound",
+                "schedule_bound",
+                "compile_s",
+            ]
+        )
         writer.writerows(rows)
     print(f"wrote {RESULTS}")
 

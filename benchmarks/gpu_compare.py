@@ -68,7 +68,9 @@ def main(argv: list[str]) -> int:
     missing = {"entry", "shapes", "dtype", "mode", "median_s", "iqr_s", "device"} - set(rows[0] if rows else {})
     unknown = sorted({str(r.get("device")) for r in rows} - set(TARGETS))
     if not rows or missing or unknown:
-        why = "no rows" if not rows else f"missing columns {sorted(missing)}" if missing else f"unknown devices {unknown}"
+        why = (
+            "no rows" if not rows else f"missing columns {sorted(missing)}" if missing else f"unknown devices {unknown}"
+        )
         return _refuse(f"{path} is not a gpu_measure.py CSV ({why}; devices known: {', '.join(TARGETS)})")
     predicted: dict[tuple[str, str], float] = {}
     out = []
@@ -83,16 +85,24 @@ def main(argv: list[str]) -> int:
         except (ValueError, LandscapeError) as e:  # a row gpu_measure.py did not write
             return _refuse(f"{path} line {line}: {e}")
         p = predicted[key]
-        out.append({**{k: r[k] for k in ("entry", "shapes", "dtype", "mode", "median_s", "iqr_s")}, "target": TARGETS[r["device"]],
-                    "predicted_s": f"{p:.6e}", "error": "" if math.isnan(measured) else f"{p / measured - 1:+.4f}"})
+        out.append(
+            {
+                **{k: r[k] for k in ("entry", "shapes", "dtype", "mode", "median_s", "iqr_s")},
+                "target": TARGETS[r["device"]],
+                "predicted_s": f"{p:.6e}",
+                "error": "" if math.isnan(measured) else f"{p / measured - 1:+.4f}",
+            }
+        )
     with out_path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(out[0]))
         writer.writeheader()
         writer.writerows(out)
     print(f"{'entry':13s} {'shapes':58s} {'mode':5s} {'measured us':>12s} {'predicted us':>12s} {'error':>7s}")
     for r in out:
-        print(f"{r['entry']:13s} {r['shapes']:58s} {r['mode']:5s} {float(r['median_s']) * 1e6:12.1f} "
-              f"{float(r['predicted_s']) * 1e6:12.1f} {r['error']:>7s}")
+        print(
+            f"{r['entry']:13s} {r['shapes']:58s} {r['mode']:5s} {float(r['median_s']) * 1e6:12.1f} "
+            f"{float(r['predicted_s']) * 1e6:12.1f} {r['error']:>7s}"
+        )
     print(f"wrote {out_path}", file=sys.stderr)
     return 0
 

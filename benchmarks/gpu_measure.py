@@ -55,8 +55,17 @@ def record(entry: str, shapes: str, mode: str, timed: tuple[float, float, int], 
     """One CSV row (COLUMNS) of a timing, `timed` as `_time` returns it, and its line printed."""
     median, iqr, calls = timed
     print(f"{entry:14s} {shapes:60s} {mode:5s} {median * 1e6:12.1f} us {note}", flush=True)
-    return {"entry": entry, "shapes": shapes, "dtype": DTYPE, "mode": mode, "median_s": f"{median:.6e}",
-            "iqr_s": f"{iqr:.3e}", "calls": calls, "device": device, "note": note}
+    return {
+        "entry": entry,
+        "shapes": shapes,
+        "dtype": DTYPE,
+        "mode": mode,
+        "median_s": f"{median:.6e}",
+        "iqr_s": f"{iqr:.3e}",
+        "calls": calls,
+        "device": device,
+        "note": note,
+    }
 
 
 UNTIMED = (float("nan"), float("nan"), 0)  # a row that could not run: its note says why
@@ -118,7 +127,11 @@ def measure(rows=ROWS) -> list[dict]:
             inputs = _inputs(entry, shapes, dtype)
             for mode in ("eager", "graph"):
                 try:
-                    out.append(record(name, label(given), mode, _time(lambda m=module, i=inputs: m(*i), mode == "graph"), device))
+                    out.append(
+                        record(
+                            name, label(given), mode, _time(lambda m=module, i=inputs: m(*i), mode == "graph"), device
+                        )
+                    )
                 except Exception as e:  # a module a CUDA graph cannot capture: said in the row
                     out.append(record(name, label(given), mode, UNTIMED, device, f"{type(e).__name__}: {str(e)[:120]}"))
         del module, inputs
@@ -143,11 +156,33 @@ def measure_sdpa() -> list[dict]:
             for causal in (0, 1):
                 shapes = f"batch={b} seq={t} n_heads={h} n_kv_heads={h} head_dim={d} causal={causal} backend={backend}"
                 try:
-                    with sdpa_kernel(getattr(SDPBackend, {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION",
-                                                          "efficient": "EFFICIENT_ATTENTION"}[backend])):
-                        timed = _time(lambda q=q, k=k, v=v, c=bool(causal): F.scaled_dot_product_attention(q, k, v, is_causal=c), True)
-                    flops = 4 * b * h * t * t * d  # the two dots, full (as FlashAttention's benchmark counts non-causal)
-                    out.append(record("sdpa", shapes, "graph", timed, device, f"{flops / timed[0] / 1e12:.0f} TFLOP/s on the full dots' FLOPs"))
+                    with sdpa_kernel(
+                        getattr(
+                            SDPBackend,
+                            {
+                                "flash": "FLASH_ATTENTION",
+                                "cudnn": "CUDNN_ATTENTION",
+                                "efficient": "EFFICIENT_ATTENTION",
+                            }[backend],
+                        )
+                    ):
+                        timed = _time(
+                            lambda q=q, k=k, v=v, c=bool(causal): F.scaled_dot_product_attention(q, k, v, is_causal=c),
+                            True,
+                        )
+                    flops = (
+                        4 * b * h * t * t * d
+                    )  # the two dots, full (as FlashAttention's benchmark counts non-causal)
+                    out.append(
+                        record(
+                            "sdpa",
+                            shapes,
+                            "graph",
+                            timed,
+                            device,
+                            f"{flops / timed[0] / 1e12:.0f} TFLOP/s on the full dots' FLOPs",
+                        )
+                    )
                 except Exception as e:  # a backend this build or GPU lacks
                     out.append(record("sdpa", shapes, "graph", UNTIMED, device, f"{type(e).__name__}: {str(e)[:100]}"))
         del q, k, v
@@ -164,7 +199,9 @@ def main(argv: list[str]) -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("gpu_measure: no CUDA GPU here (torch.cuda.is_available() is False): run it where one is", file=sys.stderr)
+        print(
+            "gpu_measure: no CUDA GPU here (torch.cuda.is_available() is False): run it where one is", file=sys.stderr
+        )
         return 2
     rows = measure() + measure_sdpa()
     with open(argv[0], "w", newline="") as f:

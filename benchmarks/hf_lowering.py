@@ -49,16 +49,23 @@ def main(modes: tuple[str, ...]) -> None:
     rows = []
     for model in MODELS:
         for mode in modes:
-            done = subprocess.run([sys.executable, "-c", CHILD, model, mode, str(TOKENS)], capture_output=True, text=True,
-                                  cwd=ROOT, check=False)
+            done = subprocess.run(
+                [sys.executable, "-c", CHILD, model, mode, str(TOKENS)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
+            )
             if done.returncode:
                 print(f"{model} {mode}: failed: {done.stderr.strip().splitlines()[-1]}")
                 continue
             row = {"model": model, "mode": mode, "tokens": TOKENS, **json.loads(done.stdout.strip().splitlines()[-1])}
             rows.append(row)
-            print(f"{model:12} {mode:9} lower {row['lower_s']:6.2f} s  build {row['build_s']:5.2f} s  "
-                  f"{row['flops'] / 1e9:9.3f} GFLOP  {row['param_bytes'] / 1e9:6.3f} GB params  {row['ops']:5} ops  "
-                  f"peak {row['peak_rss_gb']:.2f} GB")
+            print(
+                f"{model:12} {mode:9} lower {row['lower_s']:6.2f} s  build {row['build_s']:5.2f} s  "
+                f"{row['flops'] / 1e9:9.3f} GFLOP  {row['param_bytes'] / 1e9:6.3f} GB params  {row['ops']:5} ops  "
+                f"peak {row['peak_rss_gb']:.2f} GB"
+            )
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))

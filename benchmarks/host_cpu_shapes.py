@@ -21,13 +21,24 @@ RESULTS = pathlib.Path(__file__).with_name("results") / "host_cpu_shapes.csv"
 # a skinny and an odd one, a tall one; convolutions from 3 input channels and at 16; attention
 # longer than the validation's and at an odd length and head width.
 SHAPES = {
-    "linear": ({"m": 1, "k": 1024, "n": 1024}, {"m": 4, "k": 2048, "n": 2048}, {"m": 16, "k": 1024, "n": 4096},
-               {"m": 64, "k": 512, "n": 2048}, {"m": 333, "k": 255, "n": 129}, {"m": 2048, "k": 64, "n": 64}),
+    "linear": (
+        {"m": 1, "k": 1024, "n": 1024},
+        {"m": 4, "k": 2048, "n": 2048},
+        {"m": 16, "k": 1024, "n": 4096},
+        {"m": 64, "k": 512, "n": 2048},
+        {"m": 333, "k": 255, "n": 129},
+        {"m": 2048, "k": 64, "n": 64},
+    ),
     "matmul": ({"m": 65, "n": 63, "k": 129}, {"m": 1, "n": 4096, "k": 1024}, {"m": 512, "n": 512, "k": 512}),
-    "conv2d": ({"batch": 1, "c_in": 3, "c_out": 8, "height": 64, "width": 64}, {"batch": 4, "c_in": 16, "c_out": 16, "height": 8, "width": 8},
-               {"batch": 2, "c_in": 3, "c_out": 64, "height": 32, "width": 32}),
-    "attention": ({"batch": 1, "seq": 512, "n_heads": 4, "n_kv_heads": 4, "head_dim": 64},
-                  {"batch": 1, "seq": 100, "n_heads": 4, "n_kv_heads": 2, "head_dim": 48}),
+    "conv2d": (
+        {"batch": 1, "c_in": 3, "c_out": 8, "height": 64, "width": 64},
+        {"batch": 4, "c_in": 16, "c_out": 16, "height": 8, "width": 8},
+        {"batch": 2, "c_in": 3, "c_out": 64, "height": 32, "width": 32},
+    ),
+    "attention": (
+        {"batch": 1, "seq": 512, "n_heads": 4, "n_kv_heads": 4, "head_dim": 64},
+        {"batch": 1, "seq": 100, "n_heads": 4, "n_kv_heads": 2, "head_dim": 48},
+    ),
 }
 
 
@@ -38,8 +49,11 @@ def main() -> int:
         for shapes in cases:
             for row in validate(target, [name], sizes=("large",), large={name: shapes}):
                 rows.append(row)
-                print(f"{row.entry:10s} {row.shapes:50s} {row.runtime:8s} measured {row.measured_s * 1e6:9.1f} us "
-                      f"predicted {row.predicted_s * 1e6:9.1f} us  {row.error:+.0%}", file=sys.stderr)
+                print(
+                    f"{row.entry:10s} {row.shapes:50s} {row.runtime:8s} measured {row.measured_s * 1e6:9.1f} us "
+                    f"predicted {row.predicted_s * 1e6:9.1f} us  {row.error:+.0%}",
+                    file=sys.stderr,
+                )
     RESULTS.write_text(rows_csv(rows))
     print(json.dumps({"target_file": target.path, "summary": summary(rows)}, indent=2))
     return 0

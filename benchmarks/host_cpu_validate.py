@@ -23,13 +23,28 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--target-file"]:
         target, argv = load_target_file(pathlib.Path(argv[1])), argv[2:]
     before = drift(target)
-    rows = validate(target, argv or None, progress=lambda r: print(
-        f"{r.entry:15s} {r.size:5s} {r.runtime:8s} measured {r.measured_s * 1e6:10.1f} us "
-        f"predicted {r.predicted_s * 1e6:10.1f} us  {r.error:+.0%}", file=sys.stderr))
+    rows = validate(
+        target,
+        argv or None,
+        progress=lambda r: print(
+            f"{r.entry:15s} {r.size:5s} {r.runtime:8s} measured {r.measured_s * 1e6:10.1f} us "
+            f"predicted {r.predicted_s * 1e6:10.1f} us  {r.error:+.0%}",
+            file=sys.stderr,
+        ),
+    )
     after = drift(target)
     RESULTS.write_text(rows_csv(rows))
-    print(json.dumps({"machine": read_host().describe(), "target_file": target.path, "summary": summary(rows),
-                      "drift": {"before": before, "after": after}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "machine": read_host().describe(),
+                "target_file": target.path,
+                "summary": summary(rows),
+                "drift": {"before": before, "after": after},
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

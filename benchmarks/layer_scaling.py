@@ -42,17 +42,32 @@ def main(flat: bool = True) -> None:
     rows = []
     for mode in ("regional", "flat") if flat else ("regional",):
         for layers in LAYERS:
-            out = subprocess.run([sys.executable, "-c", CHILD, str(layers), mode], capture_output=True, text=True, timeout=1800)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, str(layers), mode], capture_output=True, text=True, timeout=1800
+            )
             if out.returncode != 0:
                 print(layers, mode, "failed:", out.stderr.strip().splitlines()[-1:], flush=True)
                 continue
             d = json.loads(out.stdout.strip().splitlines()[-1])
-            rows.append([mode, layers, d["ops"], d["kernels"], f"{d['lower_s']:.2f}", f"{d['analyse_s']:.3f}", f"{d['peak_rss_gb']:.2f}", f"{d['time_ms']:.3f}"])
+            rows.append(
+                [
+                    mode,
+                    layers,
+                    d["ops"],
+                    d["kernels"],
+                    f"{d['lower_s']:.2f}",
+                    f"{d['analyse_s']:.3f}",
+                    f"{d['peak_rss_gb']:.2f}",
+                    f"{d['time_ms']:.3f}",
+                ]
+            )
             print(*rows[-1], flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["mode", "layers", "planned_ops", "kernels", "lower_s", "analyse_s", "peak_rss_gb", "predicted_ms"])
+        writer.writerow(
+            ["mode", "layers", "planned_ops", "kernels", "lower_s", "analyse_s", "peak_rss_gb", "predicted_ms"]
+        )
         writer.writerows(rows)
     print(f"wrote {RESULTS}")
 

@@ -47,20 +47,48 @@ def main(models: list[str]) -> None:
         for side in ("torch", "jax", "torch-xla") if available() else ("torch", "jax"):
             shapes = {"batch": 1, "seq": 1024 if model == "gpt2-small" else SEQ}
             out = subprocess.run(
-                [sys.executable, "-c", CHILD, model, side, json.dumps(shapes)], capture_output=True, text=True, timeout=900
+                [sys.executable, "-c", CHILD, model, side, json.dumps(shapes)],
+                capture_output=True,
+                text=True,
+                timeout=900,
             )
             if out.returncode != 0:
                 print(model, side, "failed:", out.stderr.strip().splitlines()[-1:], flush=True)
                 continue
             data = json.loads(out.stdout.strip().splitlines()[-1])
             driver = "" if data["driver_peak_rss_gb"] is None else f"{data['driver_peak_rss_gb']:.2f}"
-            rows.append([model, side, shapes["seq"], f"{data['import_s']:.2f}", f"{data['seconds']:.2f}", f"{data['peak_rss_gb']:.2f}",
-                         driver, data["ops"], f"{data['flops']:.4e}", data["param_bytes"]])
+            rows.append(
+                [
+                    model,
+                    side,
+                    shapes["seq"],
+                    f"{data['import_s']:.2f}",
+                    f"{data['seconds']:.2f}",
+                    f"{data['peak_rss_gb']:.2f}",
+                    driver,
+                    data["ops"],
+                    f"{data['flops']:.4e}",
+                    data["param_bytes"],
+                ]
+            )
             print(*rows[-1], flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["model", "side", "seq", "import_s", "lower_s", "peak_rss_gb", "driver_peak_rss_gb", "ir_ops", "flops", "param_bytes"])
+        writer.writerow(
+            [
+                "model",
+                "side",
+                "seq",
+                "import_s",
+                "lower_s",
+                "peak_rss_gb",
+                "driver_peak_rss_gb",
+                "ir_ops",
+                "flops",
+                "param_bytes",
+            ]
+        )
         writer.writerows(rows)
     print(f"wrote {RESULTS}")
 

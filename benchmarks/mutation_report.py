@@ -27,8 +27,11 @@ KILLED = {1, 3, 24, -24, 36, 152, 255}  # killed, pytest's internal error, timeo
 def _functions(path: Path) -> dict[str, str]:
     text = path.read_text()
     lines = text.splitlines()
-    return {node.name: "\n".join(lines[node.lineno - 1:node.end_lineno]) for node in ast.walk(ast.parse(text))
-            if isinstance(node, ast.FunctionDef)}
+    return {
+        node.name: "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.FunctionDef)
+    }
 
 
 def _change(functions: dict[str, str], name: str) -> str:
@@ -39,18 +42,33 @@ def _change(functions: dict[str, str], name: str) -> str:
     if not orig or not mutant:
         return "?"
     diff = difflib.unified_diff(orig.splitlines()[1:], mutant.splitlines()[1:], lineterm="", n=0)
-    return " | ".join(" ".join(line.split()) for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---")))
+    return " | ".join(
+        " ".join(line.split()) for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    )
 
 
 KINDS = (  # how a surviving mutant changes the code, for the summary (the survivors file has each one)
-    ("text", "a string's words changed (XX-wrapped or upper-cased): note and label text, or a key the "
-             "target file never has", lambda change: "XX" in change or _upper(change)),
-    ("module", "the module argument set to None: group_work reads it only for a call, and no kernel holds one",
-     lambda change: "(plan, None, group)" in change or "(None, plan" in change),
-    ("default", "a default argument or value dropped or changed: a lookup that always finds its key, or a "
-                "default no caller relies on", lambda change: _in_default(change)),
-    ("break", "continue made break where the items skipped come last (transfers follow the kernels)",
-     lambda change: "+ break" in change),
+    (
+        "text",
+        "a string's words changed (XX-wrapped or upper-cased): note and label text, or a key the target file never has",
+        lambda change: "XX" in change or _upper(change),
+    ),
+    (
+        "module",
+        "the module argument set to None: group_work reads it only for a call, and no kernel holds one",
+        lambda change: "(plan, None, group)" in change or "(None, plan" in change,
+    ),
+    (
+        "default",
+        "a default argument or value dropped or changed: a lookup that always finds its key, or a "
+        "default no caller relies on",
+        lambda change: _in_default(change),
+    ),
+    (
+        "break",
+        "continue made break where the items skipped come last (transfers follow the kernels)",
+        lambda change: "+ break" in change,
+    ),
 )
 
 
@@ -101,12 +119,19 @@ def collect() -> tuple[dict, list[str]]:
     checked = total["killed"] + total["survived"]
     kinds = Counter(kind_of(line.split(": ", 1)[1]) for line in survivors)
     summary = {
-        "killed": total["killed"], "survived": total["survived"], "not_checked": total["not checked"],
+        "killed": total["killed"],
+        "survived": total["survived"],
+        "not_checked": total["not checked"],
         "survivors_by_kind": {name: kinds.get(name, 0) for name, *_ in KINDS} | {"other": kinds.get("other", 0)},
         "score_percent": round(100 * total["killed"] / checked, 1) if checked else 0.0,
-        "files": {f: {"killed": c["killed"], "survived": c["survived"],
-                      "score_percent": round(100 * c["killed"] / max(1, c["killed"] + c["survived"]), 1)}
-                  for f, c in per_file.items()},
+        "files": {
+            f: {
+                "killed": c["killed"],
+                "survived": c["survived"],
+                "score_percent": round(100 * c["killed"] / max(1, c["killed"] + c["survived"]), 1),
+            }
+            for f, c in per_file.items()
+        },
     }
     return summary, survivors
 
@@ -123,14 +148,17 @@ def main(argv: list[str] | None = None) -> int:
     (RESULTS / "mutation_score.json").write_text(json.dumps(summary, indent=1) + "\n")
     (RESULTS / "mutation_survivors.txt").write_text(
         f"# {len(survivors)} surviving mutants (benchmarks/mutation_report.py); each line: file, mutant, "
-        "the original line(s) (-) and the mutated (+)\n" + "\n".join(survivors) + "\n")
+        "the original line(s) (-) and the mutated (+)\n" + "\n".join(survivors) + "\n"
+    )
     for name, c in sorted(summary["files"].items(), key=lambda kv: kv[1]["score_percent"]):
         print(f"{c['score_percent']:5.1f}%  {c['killed']:4d} killed  {c['survived']:4d} survived  {name}")
     for name, words, _ in KINDS:
         print(f"{summary['survivors_by_kind'][name]:5d} survivors: {words}")
     print(f"{summary['survivors_by_kind']['other']:5d} survivors: other changes (listed in mutation_survivors.txt)")
-    print(f"mutation score {summary['score_percent']}%: {summary['killed']} killed, {summary['survived']} survived"
-          + (f", {summary['not_checked']} not checked" if summary["not_checked"] else ""))
+    print(
+        f"mutation score {summary['score_percent']}%: {summary['killed']} killed, {summary['survived']} survived"
+        + (f", {summary['not_checked']} not checked" if summary["not_checked"] else "")
+    )
     if args.check is not None and summary["score_percent"] < args.check:
         print(f"mutation_report: score {summary['score_percent']}% is below {args.check}%", file=sys.stderr)
         return 1

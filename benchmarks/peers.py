@@ -134,8 +134,9 @@ class NoModel(Exception):
     """The tool has no model of this row's hardware or option: the figure is null."""
 
 
-def figure(metric: str, batch: int, output_len: int, chips: int, ttft_s: float, decode_total_s: float,
-           mean_step_s: float) -> float:
+def figure(
+    metric: str, batch: int, output_len: int, chips: int, ttft_s: float, decode_total_s: float, mean_step_s: float
+) -> float:
     if metric == "ttft":
         return ttft_s
     if metric == "per_user":
@@ -167,8 +168,15 @@ class GenZPeer:
         self.system_configs = system_configs
         for ours, theirs in self.MODEL_NAMES.items():
             c, d = get_configs(theirs), dims(ours)
-            got = (c.num_decoder_layers, c.hidden_size, c.num_attention_heads, c.num_key_value_heads,
-                   int(c.intermediate_size), c.vocab_size, c.num_ffi)
+            got = (
+                c.num_decoder_layers,
+                c.hidden_size,
+                c.num_attention_heads,
+                c.num_key_value_heads,
+                int(c.intermediate_size),
+                c.vocab_size,
+                c.num_ffi,
+            )
             want = (d["n_layers"], d["d_model"], d["n_heads"], d["n_kv_heads"], d["d_ff"], d["vocab"], 2)
             if got != want:
                 raise SystemExit(f"GenZ config {theirs} {got} differs from models.toml {ours} {want}")
@@ -179,17 +187,25 @@ class GenZPeer:
             return fn(**kw)
 
     def _common(self, row, tp, bits):
-        return dict(model=self.MODEL_NAMES[row.model], system_name=self.SYSTEMS[row.target], bits=bits,
-                    tensor_parallel=tp)
+        return dict(
+            model=self.MODEL_NAMES[row.model], system_name=self.SYSTEMS[row.target], bits=bits, tensor_parallel=tp
+        )
 
     def prefill_ms(self, row, tp, bits, batch) -> float:
-        out = self._call(self.genz.prefill_moddeling, batch_size=batch, input_tokens=row.input_len,
-                         **self._common(row, tp, bits))
+        out = self._call(
+            self.genz.prefill_moddeling, batch_size=batch, input_tokens=row.input_len, **self._common(row, tp, bits)
+        )
         return out["Latency"]
 
     def decode_ms(self, row, tp, bits, batch, j) -> float:
-        out = self._call(self.genz.decode_moddeling, batch_size=batch, input_tokens=row.input_len,
-                         output_tokens=j, Bb=1, **self._common(row, tp, bits))
+        out = self._call(
+            self.genz.decode_moddeling,
+            batch_size=batch,
+            input_tokens=row.input_len,
+            output_tokens=j,
+            Bb=1,
+            **self._common(row, tp, bits),
+        )
         return out["Latency"]
 
     def fits(self, row, tp, bits, batch) -> bool:
@@ -229,9 +245,11 @@ class GenZPeer:
                 mid = (lo + hi) // 2
                 lo, hi = (mid, hi) if self.fits(row, tp, bits, mid) else (lo, mid)
             batch = lo
-            notes.append(f"batch max -> {batch} (largest batch GenZ's memory check accepts at "
-                         f"{row.input_len + row.output_len} tokens of cache"
-                         + (f", capped at {MAX_BATCH_CAP})" if batch == MAX_BATCH_CAP else ")"))
+            notes.append(
+                f"batch max -> {batch} (largest batch GenZ's memory check accepts at "
+                f"{row.input_len + row.output_len} tokens of cache"
+                + (f", capped at {MAX_BATCH_CAP})" if batch == MAX_BATCH_CAP else ")")
+            )
         else:
             batch = row.batch
         try:
@@ -250,12 +268,15 @@ class GenZPeer:
                 total, mean = 0.0, self.decode_ms(row, tp, bits, batch, 1) / 1e3
         except ValueError as e:
             if "would not fit" in str(e):
-                raise NoModel(f"GenZ says batch {batch} does not fit TP={tp} x {system}: "
-                              + str(e).splitlines()[0]) from None
+                raise NoModel(
+                    f"GenZ says batch {batch} does not fit TP={tp} x {system}: " + str(e).splitlines()[0]
+                ) from None
             raise
         value = figure(row.metric, batch, row.output_len, tp, ttft_s, total, mean)
-        how = (f"{system}, bits='{bits}', TP={tp}, batch={batch}, system_eff=1 (default), Bb=1; "
-               f"ttft {ttft_s * 1e3:.3f} ms, mean decode step {mean * 1e3:.3f} ms")
+        how = (
+            f"{system}, bits='{bits}', TP={tp}, batch={batch}, system_eff=1 (default), Bb=1; "
+            f"ttft {ttft_s * 1e3:.3f} ms, mean decode step {mean * 1e3:.3f} ms"
+        )
         return value, "; ".join(notes + [how])
 
 
@@ -263,8 +284,12 @@ class GenZPeer:
 class LLMAnalysisPeer:
     name = "llm-analysis"
     GPUS = {"h100": "h100-sxm-80gb", "a100": "a100-sxm-80gb"}
-    DTYPES = {"fp8": ("w8a8e16", None), "bf16": ("w16a16e16", None), "fp16": ("w16a16e16", None),
-              "int8": ("w8a16e16", 1)}
+    DTYPES = {
+        "fp8": ("w8a8e16", None),
+        "bf16": ("w16a16e16", None),
+        "fp16": ("w16a16e16", None),
+        "int8": ("w8a16e16", 1),
+    }
 
     def __init__(self):
         with contextlib.redirect_stdout(sys.stderr):
@@ -279,19 +304,33 @@ class LLMAnalysisPeer:
         d = dims(model)
         ffn = 3 * d["d_ff"] // 2
         return self.config.ModelConfig(
-            name=model, num_layers=d["n_layers"], n_head=d["n_heads"], hidden_dim=d["d_model"],
-            vocab_size=d["vocab"], max_seq_len=d.get("max_positions"), num_key_value_heads=d["n_kv_heads"],
-            ffn_embed_dim=ffn, expansion_ratio=ffn / d["d_model"], model_type="llama")
+            name=model,
+            num_layers=d["n_layers"],
+            n_head=d["n_heads"],
+            hidden_dim=d["d_model"],
+            vocab_size=d["vocab"],
+            max_seq_len=d.get("max_positions"),
+            num_key_value_heads=d["n_kv_heads"],
+            ffn_embed_dim=ffn,
+            expansion_ratio=ffn / d["d_model"],
+            model_type="llama",
+        )
 
     def infer(self, row, tp, batch) -> dict:
         dtype_name, kv_bytes = self.DTYPES[row.precision]
         analysis = self.LLMAnalysis(
-            self.model_config(row.model), self.config.get_gpu_config_by_name(self.GPUS[row.target]),
+            self.model_config(row.model),
+            self.config.get_gpu_config_by_name(self.GPUS[row.target]),
             self.config.get_dtype_config_by_name(dtype_name),
-            self.config.ParallelismConfig(tp_size=tp, pp_size=1, dp_size=1))
+            self.config.ParallelismConfig(tp_size=tp, pp_size=1, dp_size=1),
+        )
         with contextlib.redirect_stdout(sys.stderr):
-            return analysis.inference(batch_size_per_gpu=batch, seq_len=row.input_len,
-                                      num_tokens_to_generate=row.output_len, kv_cache_dtype_bytes=kv_bytes)
+            return analysis.inference(
+                batch_size_per_gpu=batch,
+                seq_len=row.input_len,
+                num_tokens_to_generate=row.output_len,
+                kv_cache_dtype_bytes=kv_bytes,
+            )
 
     def try_infer(self, row, tp, batch):
         try:
@@ -320,8 +359,10 @@ class LLMAnalysisPeer:
                 raise NoModel(f"llm-analysis says batch 1 does not fit TP={tp} x {gpu}: {why}")
             dec, pre = first["decode_max_batch_size_per_gpu"], first["prefill_max_batch_size_per_gpu"]
             batch = max(1, min(dec, pre, MAX_BATCH_CAP))
-            notes.append(f"batch max -> {batch} (min of its decode_max_batch_size_per_gpu {dec}, "
-                         f"prefill_max_batch_size_per_gpu {pre}, cap {MAX_BATCH_CAP})")
+            notes.append(
+                f"batch max -> {batch} (min of its decode_max_batch_size_per_gpu {dec}, "
+                f"prefill_max_batch_size_per_gpu {pre}, cap {MAX_BATCH_CAP})"
+            )
         else:
             batch = row.batch
         out, why = self.try_infer(row, tp, batch)
@@ -339,9 +380,12 @@ class LLMAnalysisPeer:
             value = 1.0 / step_s
         else:
             value = out["total_tokens_per_sec"] / (tp if row.metric == "per_gpu" else 1)
-        how = (f"{gpu}, dtype {dtype_name}" + (f", kv_cache_dtype_bytes={kv_bytes}" if kv_bytes else "")
-               + f", tp_size={tp}, batch_size_per_gpu={batch}, default efficiencies (1.0); "
-               f"prefill_latency {ttft_s * 1e3:.3f} ms, decode_latency {step_s * 1e3:.3f} ms")
+        how = (
+            f"{gpu}, dtype {dtype_name}"
+            + (f", kv_cache_dtype_bytes={kv_bytes}" if kv_bytes else "")
+            + f", tp_size={tp}, batch_size_per_gpu={batch}, default efficiencies (1.0); "
+            f"prefill_latency {ttft_s * 1e3:.3f} ms, decode_latency {step_s * 1e3:.3f} ms"
+        )
         return value, "; ".join(notes + [how])
 
 

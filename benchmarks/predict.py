@@ -24,20 +24,47 @@ def main(models: list[str]) -> None:
     for model in models:
         for target in TARGETS:
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "landscape.cli", "predict", "--model", model, "--target", target, "--json"],
-                                 capture_output=True, text=True, timeout=600)
+            out = subprocess.run(
+                [sys.executable, "-m", "landscape.cli", "predict", "--model", model, "--target", target, "--json"],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             wall = time.perf_counter() - start
             if out.returncode != 0:
                 print(model, target, "refused:", out.stderr.strip(), flush=True)
                 continue
             d = json.loads(out.stdout)
-            rows.append([model, target, d["chips"], f"{d['ttft_s'] * 1e3:.1f}", f"{d['decode_step_s'] * 1e3:.3f}",
-                         f"{d['tokens_per_s_per_user']:.1f}", d["bottleneck"], f"{d['kv_cache_bytes'] / 1e9:.3f}", f"{wall:.1f}"])
+            rows.append(
+                [
+                    model,
+                    target,
+                    d["chips"],
+                    f"{d['ttft_s'] * 1e3:.1f}",
+                    f"{d['decode_step_s'] * 1e3:.3f}",
+                    f"{d['tokens_per_s_per_user']:.1f}",
+                    d["bottleneck"],
+                    f"{d['kv_cache_bytes'] / 1e9:.3f}",
+                    f"{wall:.1f}",
+                ]
+            )
             print(*rows[-1], flush=True)
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["model", "target", "chips", "ttft_ms", "decode_step_ms", "tokens_per_s_per_user", "bottleneck", "kv_cache_gb", "wall_s"])
+        writer.writerow(
+            [
+                "model",
+                "target",
+                "chips",
+                "ttft_ms",
+                "decode_step_ms",
+                "tokens_per_s_per_user",
+                "bottleneck",
+                "kv_cache_gb",
+                "wall_s",
+            ]
+        )
         writer.writerows(rows)
     print(f"wrote {RESULTS}")
 

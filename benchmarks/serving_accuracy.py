@@ -36,9 +36,13 @@ def run_peers() -> dict:
     """{row id: {"genz": figure or None, "llm-analysis": ...}} from benchmarks/peers.py, or {} (and
     why, on stderr) where .venv-peers is absent or the run fails."""
     if not PEERS_PYTHON.exists():
-        print("peers: .venv-peers is absent (make bench-peers builds it); GenZ and llm-analysis not run", file=sys.stderr)
+        print(
+            "peers: .venv-peers is absent (make bench-peers builds it); GenZ and llm-analysis not run", file=sys.stderr
+        )
         return {}
-    out = subprocess.run([str(PEERS_PYTHON), str(ROOT / "benchmarks" / "peers.py")], capture_output=True, text=True, timeout=900)
+    out = subprocess.run(
+        [str(PEERS_PYTHON), str(ROOT / "benchmarks" / "peers.py")], capture_output=True, text=True, timeout=900
+    )
     if out.returncode != 0:
         print(f"peers: benchmarks/peers.py failed: {out.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
         return {}
@@ -63,13 +67,28 @@ def run(row: ServingRow) -> dict:
     out = subprocess.run(command(row), capture_output=True, text=True, timeout=900)
     wall = time.perf_counter() - start
     if out.returncode != 0:
-        return {"id": row.id, "failed": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"}
+        return {
+            "id": row.id,
+            "failed": out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}",
+        }
     data = json.loads(out.stdout)
     predicted = row.figure(data)
-    return {"id": row.id, "model": row.model, "target": row.target, "chips": data["chips"], "batch": data["batch"],
-            "precision": row.precision, "metric": row.metric, "published": row.published, "predicted": predicted,
-            "error": error(predicted, row.published), "within_2x": within_2x(predicted, row.published),
-            "comparable": not row.not_comparable, "reason": row.not_comparable, "wall_s": wall}
+    return {
+        "id": row.id,
+        "model": row.model,
+        "target": row.target,
+        "chips": data["chips"],
+        "batch": data["batch"],
+        "precision": row.precision,
+        "metric": row.metric,
+        "published": row.published,
+        "predicted": predicted,
+        "error": error(predicted, row.published),
+        "within_2x": within_2x(predicted, row.published),
+        "comparable": not row.not_comparable,
+        "reason": row.not_comparable,
+        "wall_s": wall,
+    }
 
 
 def summary(results: list[dict], key: str = "predicted", label: str = "landscape") -> str:
@@ -92,9 +111,12 @@ def main(ids: list[str]) -> None:
             print(f"{row.id:4s} FAILED: {r['failed']}", flush=True)
             continue
         tag = f"   [not comparable: {r['reason']}]" if not r["comparable"] else (f"   [{row.note}]" if row.note else "")
-        print(f"{r['id']:4s} {r['model']:15s} {r['target']:9s} x{r['chips']:<3d} b={r['batch']:<5} {r['precision']:5s} "
-              f"{r['metric']:10s} published {r['published']:>9.4g} predicted {r['predicted']:>9.4g} "
-              f"error {r['error']:+7.1%}{tag}", flush=True)
+        print(
+            f"{r['id']:4s} {r['model']:15s} {r['target']:9s} x{r['chips']:<3d} b={r['batch']:<5} {r['precision']:5s} "
+            f"{r['metric']:10s} published {r['published']:>9.4g} predicted {r['predicted']:>9.4g} "
+            f"error {r['error']:+7.1%}{tag}",
+            flush=True,
+        )
     print(summary(results))
     peers = run_peers()
     if peers:
@@ -105,9 +127,13 @@ def main(ids: list[str]) -> None:
         print("\nside by side (error against the published figure; - : the tool has no model of that hardware)")
         print(f"{'row':4s} {'published':>10s} {'landscape':>10s} {'GenZ':>10s} {'llm-analysis':>12s}")
         for r in ran:
-            cells = [f"{error(r[k], r['published']):+.0%}" if r.get(k) is not None else "-" for k in ("predicted", *PEERS)]
-            print(f"{r['id']:4s} {r['published']:>10.4g} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>12s}"
-                  + ("" if r["comparable"] else "   (not comparable)"))
+            cells = [
+                f"{error(r[k], r['published']):+.0%}" if r.get(k) is not None else "-" for k in ("predicted", *PEERS)
+            ]
+            print(
+                f"{r['id']:4s} {r['published']:>10.4g} {cells[0]:>10s} {cells[1]:>10s} {cells[2]:>12s}"
+                + ("" if r["comparable"] else "   (not comparable)")
+            )
         for key, label in (("predicted", "landscape"), ("genz", "GenZ"), ("llm-analysis", "llm-analysis")):
             print(summary(ran, key, label))
         common = [r for r in ran if all(r.get(k) is not None for k in ("predicted", *PEERS))]
@@ -118,8 +144,24 @@ def main(ids: list[str]) -> None:
     if ids:  # a partial run prints only: the committed CSV holds every row
         return
     RESULTS.parent.mkdir(exist_ok=True)
-    keys = ["id", "model", "target", "chips", "batch", "precision", "metric", "published", "predicted", "error",
-            "within_2x", "comparable", "reason", "genz", "llm-analysis", "wall_s"]
+    keys = [
+        "id",
+        "model",
+        "target",
+        "chips",
+        "batch",
+        "precision",
+        "metric",
+        "published",
+        "predicted",
+        "error",
+        "within_2x",
+        "comparable",
+        "reason",
+        "genz",
+        "llm-analysis",
+        "wall_s",
+    ]
     with open(RESULTS, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=keys, extrasaction="ignore")
         writer.writeheader()

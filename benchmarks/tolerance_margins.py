@@ -60,11 +60,21 @@ def main(names: list[str]) -> None:
                     result = check_agreement(name, shapes, dtype, seed, runners=runners)
                     for side in ("torch", "jax"):
                         err = result.errors[f"{side}_vs_ref"]
-                        rows.append({"entry": name, "shapes": " ".join(f"{k}={v}" for k, v in shapes.items()) or "defaults",
-                                     "dtype": dtype, "seed": seed, "side": side,
-                                     "max_rel_eps": err.max_rel / unit_roundoff(dtype)})
-                print(f"{name:14s} {dtype:9s} {rows[-1]['shapes']:30s} worst "
-                      f"{max(r['max_rel_eps'] for r in rows if r['entry'] == name and r['dtype'] == dtype):6.2f} eps", flush=True)
+                        rows.append(
+                            {
+                                "entry": name,
+                                "shapes": " ".join(f"{k}={v}" for k, v in shapes.items()) or "defaults",
+                                "dtype": dtype,
+                                "seed": seed,
+                                "side": side,
+                                "max_rel_eps": err.max_rel / unit_roundoff(dtype),
+                            }
+                        )
+                print(
+                    f"{name:14s} {dtype:9s} {rows[-1]['shapes']:30s} worst "
+                    f"{max(r['max_rel_eps'] for r in rows if r['entry'] == name and r['dtype'] == dtype):6.2f} eps",
+                    flush=True,
+                )
     print()
     for dtype in FLOAT_DTYPES:
         mine = [r for r in rows if r["dtype"] == dtype]
@@ -72,8 +82,10 @@ def main(names: list[str]) -> None:
             continue
         worst = max(mine, key=lambda r: r["max_rel_eps"])
         rtol = tolerance_for(dtype).rtol / unit_roundoff(dtype)
-        print(f"{dtype}: worst {worst['max_rel_eps']:.2f} eps ({worst['entry']} {worst['shapes']}, seed {worst['seed']}, "
-              f"{worst['side']}); rtol {rtol:g} eps, {rtol / worst['max_rel_eps']:.1f}x the worst")
+        print(
+            f"{dtype}: worst {worst['max_rel_eps']:.2f} eps ({worst['entry']} {worst['shapes']}, seed {worst['seed']}, "
+            f"{worst['side']}); rtol {rtol:g} eps, {rtol / worst['max_rel_eps']:.1f}x the worst"
+        )
     if names == list(CATALOGUE):
         RESULTS.parent.mkdir(exist_ok=True)
         with RESULTS.open("w", newline="") as f:

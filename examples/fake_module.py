@@ -57,7 +57,9 @@ def main() -> None:
     model, x = build()
     lowering = lower_module(model, x, name="mlp")  # torch.export -> torch-mlir -> StableHLO -> our IR
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
-    print(f"mlp: {format_bytes(weights)} of fake {model.up.weight.dtype} weights, {len(lowering.module.main.ops)} IR ops")
+    print(
+        f"mlp: {format_bytes(weights)} of fake {model.up.weight.dtype} weights, {len(lowering.module.main.ops)} IR ops"
+    )
     for name in ("h100", "tpu-v5e"):
         target = get_target(name)
         est = estimate(lowering.module, target, "mlp", compile_plan(lowering.module, target))

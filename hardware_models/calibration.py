@@ -38,10 +38,10 @@ class Row:
     id: str
     target: str
     workload: str  # "gemm", "bmm<B>", "triad", "add", "negate", "reduce", "transpose"
-    size: int      # M = N = K for a GEMM, elements for a stream, the side of a square matrix
+    size: int  # M = N = K for a GEMM, elements for a stream, the side of a square matrix
     dtype: str
     measured: float
-    unit: str      # "flop_per_s", "bytes_per_s", "s", "mac_per_s_per_core" or "bus_bytes_per_s"
+    unit: str  # "flop_per_s", "bytes_per_s", "s", "mac_per_s_per_core" or "bus_bytes_per_s"
 
 
 # Which workload each row measured (its "model" and "precision" columns, read once by hand).
@@ -77,16 +77,19 @@ ROWS = (
 )
 # Which fitted key each Spyre row sets, in the row's own unit (bytes/s or MAC/s per core).
 SPYRE_FITS = {
-    "S01": "fitted.lpddr5_one_way_bytes_per_s", "S02": "fitted.lpddr5_read_write_bytes_per_s",
-    "S03": "fitted.matmul_mac_per_s_per_core", "S04": "fitted.bmm_mac_per_s_per_core",
-    "S05": "fitted.bmm_small_batch_mac_per_s_per_core", "S06": "fitted.restickify_bytes_per_s",
+    "S01": "fitted.lpddr5_one_way_bytes_per_s",
+    "S02": "fitted.lpddr5_read_write_bytes_per_s",
+    "S03": "fitted.matmul_mac_per_s_per_core",
+    "S04": "fitted.bmm_mac_per_s_per_core",
+    "S05": "fitted.bmm_small_batch_mac_per_s_per_core",
+    "S06": "fitted.restickify_bytes_per_s",
 }
 # Rows the model does not reproduce yet, each with the reason (a test checks that every other row is checked):
 NOT_MODELED: dict[str, str] = {
     "G38": "NCCL all-reduce at ~10 GB/device with SHARP off (370 GB/s): the model has one bus bandwidth per target, "
-           "fitted on G33's nccl-tests figure (478.87 GB/s); the SHARP on/off difference is not modelled",
+    "fitted on G33's nccl-tests figure (478.87 GB/s); the SHARP on/off difference is not modelled",
     "G39": "all-reduce of a 58 MB tensor at 150 GB/s: the size dependence of NCCL's bus bandwidth below ~1 GB (protocol "
-           "and channel choice) is not modelled; a latency plus bandwidth model would need a 0.46 ms latency to fit it",
+    "and channel choice) is not modelled; a latency plus bandwidth model would need a 0.46 ms latency to fit it",
     "G40": "all-gather: no partition here issues an all-gather (tensor parallelism all-reduces the hidden state)",
 }
 ATTENTION_HEADS, ATTENTION_HEAD_DIM, ATTENTION_BATCH = 16, 128, 2  # G36's workload (row and FlashAttention's benchmark)
@@ -101,7 +104,14 @@ def read_csv(path: Path = KERNELS_CSV) -> dict[str, dict]:
 def gemm_module(m: int, n: int, k: int, dtype: str) -> Module:
     """C[m, n] = A[m, k] @ B[k, n] as IR, built directly (no framework needed)."""
     a, b, c = TensorType((m, k), dtype), TensorType((k, n), dtype), TensorType((m, n), dtype)
-    dot = Op("stablehlo.dot_general", ("%0",), (c,), ("%a", "%b"), (a, b), (("dot_dimension_numbers", DotDims((), (), (1,), (0,))),))
+    dot = Op(
+        "stablehlo.dot_general",
+        ("%0",),
+        (c,),
+        ("%a", "%b"),
+        (a, b),
+        (("dot_dimension_numbers", DotDims((), (), (1,), (0,))),),
+    )
     ret = Op("func.return", (), (), ("%0",), (c,))
     return Module((Function("main", (("%a", a), ("%b", b)), (c,), (dot, ret)),))
 
@@ -158,14 +168,32 @@ def attention_module(batch: int, heads: int, seq: int, head_dim: int, dtype: str
     def reduce(name: str, source: str, init: str, combine: str) -> tuple[Op, ...]:
         body = Op(f"stablehlo.{combine}", ("%r",), (f32,), ("%p", "%q"), (f32, f32))
         region = Block((("%p", f32), ("%q", f32)), (body, Op("stablehlo.return", (), (), ("%r",), (f32,))))
-        return (Op("stablehlo.reduce", (name,), (row_t,), (source, init), (scores, f32), (("dimensions", (2,)),), (region,)),
-                Op("stablehlo.broadcast_in_dim", (f"{name}b",), (scores,), (name,), (row_t,), (("broadcast_dimensions", (0, 1)),)))
+        return (
+            Op(
+                "stablehlo.reduce", (name,), (row_t,), (source, init), (scores, f32), (("dimensions", (2,)),), (region,)
+            ),
+            Op(
+                "stablehlo.broadcast_in_dim",
+                (f"{name}b",),
+                (scores,),
+                (name,),
+                (row_t,),
+                (("broadcast_dimensions", (0, 1)),),
+            ),
+        )
 
     dims_qk, dims_pv = DotDims((0,), (0,), (2,), (2,)), DotDims((0,), (0,), (2,), (1,))
     ops = (
-        Op("stablehlo.dot_general", ("%s",), (TensorType((bh, seq, seq), dtype),), ("%q", "%k"), (q, q), (("dot_dimension_numbers", dims_qk),)),
+        Op(
+            "stablehlo.dot_general",
+            ("%s",),
+            (TensorType((bh, seq, seq), dtype),),
+            ("%q", "%k"),
+            (q, q),
+            (("dot_dimension_numbers", dims_qk),),
+        ),
         Op("stablehlo.convert", ("%sf",), (scores,), ("%s",), (TensorType((bh, seq, seq), dtype),)),
-        Op("stablehlo.constant", ("%scale",), (f32,), (), (), (("value", ("splat", head_dim ** -0.5)),)),
+        Op("stablehlo.constant", ("%scale",), (f32,), (), (), (("value", ("splat", head_dim**-0.5)),)),
         Op("stablehlo.broadcast_in_dim", ("%scaleb",), (scores,), ("%scale",), (f32,), (("broadcast_dimensions", ()),)),
         Op("stablehlo.multiply", ("%ss",), (scores,), ("%sf", "%scaleb"), (scores, scores)),
         Op("stablehlo.constant", ("%ninf",), (f32,), (), (), (("value", ("splat", float("-inf"))),)),
@@ -176,9 +204,18 @@ def attention_module(batch: int, heads: int, seq: int, head_dim: int, dtype: str
         *reduce("%sum", "%e", "%zero", "add"),
         Op("stablehlo.divide", ("%pf",), (scores,), ("%e", "%sumb"), (scores, scores)),
         Op("stablehlo.convert", ("%p",), (TensorType((bh, seq, seq), dtype),), ("%pf",), (scores,)),
-        Op("stablehlo.dot_general", ("%0",), (q,), ("%p", "%v"), (TensorType((bh, seq, seq), dtype), q), (("dot_dimension_numbers", dims_pv),)),
+        Op(
+            "stablehlo.dot_general",
+            ("%0",),
+            (q,),
+            ("%p", "%v"),
+            (TensorType((bh, seq, seq), dtype), q),
+            (("dot_dimension_numbers", dims_pv),),
+        ),
     )
-    return Module((Function("main", (("%q", q), ("%k", q), ("%v", q)), (q,), (*ops, Op("func.return", (), (), ("%0",), (q,)))),))
+    return Module(
+        (Function("main", (("%q", q), ("%k", q), ("%v", q)), (q,), (*ops, Op("func.return", (), (), ("%0",), (q,)))),)
+    )
 
 
 def row_module(row: Row) -> Module:
@@ -216,7 +253,9 @@ def predict(row: Row, target) -> float:
 
     if row.workload == "allreduce":  # the collective a tensor-parallel partition adds, as NCCL reports it
         n = ALLREDUCE_GPUS
-        time_s = allreduce_cost(row.size, n, target["fitted.allreduce_bus_bytes_per_s"], target["schedule.collective_latency_s"]).time_s
+        time_s = allreduce_cost(
+            row.size, n, target["fitted.allreduce_bus_bytes_per_s"], target["schedule.collective_latency_s"]
+        ).time_s
         return 2 * (n - 1) / n * row.size / time_s
     time_s = estimate(row_module(row), target).total.time_s
     return time_s if row.unit == "s" else row_amount(row, target) / time_s
@@ -235,8 +274,11 @@ def refit(target, used: list | None = None) -> dict[str, float]:
 
     cited = {key: q.calibration_row for key, q in target.quantities.items() if q.calibration_row}
     rows = {(r.id, r.target): r for r in ROWS}
-    direct = [(key, rows[(row, target.name)]) for key, row in cited.items()
-              if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"]
+    direct = [
+        (key, rows[(row, target.name)])
+        for key, row in cited.items()
+        if SPYRE_FITS.get(row) == key or key == "fitted.allreduce_bus_bytes_per_s"
+    ]
     used.extend(r for _, r in direct)
     out = {key: r.measured for key, r in direct}
     if "fitted.hbm_efficiency" in cited:
@@ -247,7 +289,9 @@ def refit(target, used: list | None = None) -> dict[str, float]:
         h100 = get_target("h100")
         small = next(r for r in ROWS if r.id == cited["schedule.launch_overhead_s"] and r.size == 65536)
         used.append(small)
-        out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (h100.main_memory_bytes_per_s * h100["fitted.hbm_efficiency"])
+        out["schedule.launch_overhead_s"] = small.measured - 3 * 4 * small.size / (
+            h100.main_memory_bytes_per_s * h100["fitted.hbm_efficiency"]
+        )
     if "schedule.gemm_overhead_s" in cited:  # fitted on an H100's row, carried over to the other GPUs
         h100 = get_target("h100")
         row = rows[(cited["schedule.gemm_overhead_s"], h100.name)]
@@ -288,8 +332,16 @@ def check(targets: dict) -> list[dict]:
     for row in ROWS:
         target = targets[row.target]
         predicted = predict(row, target)
-        results.append({"id": row.id, "target": row.target, "workload": f"{row.workload} {row.size} {row.dtype}",
-                        "unit": row.unit, "measured": row.measured, "predicted": predicted,
-                        "error": predicted / row.measured - 1,
-                        "sample": "in" if any(r is row for r in fitted) else "out"})
+        results.append(
+            {
+                "id": row.id,
+                "target": row.target,
+                "workload": f"{row.workload} {row.size} {row.dtype}",
+                "unit": row.unit,
+                "measured": row.measured,
+                "predicted": predicted,
+                "error": predicted / row.measured - 1,
+                "sample": "in" if any(r is row for r in fitted) else "out",
+            }
+        )
     return results

@@ -63,8 +63,13 @@ class SideResult:
         if not folds and not emulated:
             return {}
         cost = self.unfolded_s - self.estimate.total.time_s if self.unfolded_s is not None else 0.0
-        return {"upcasts_folded": len(folds), "would_have_cost_s": cost,
-                "saved_bytes": sum(f["saved_bytes"] for f in folds), "folds": folds, "emulated": emulated}
+        return {
+            "upcasts_folded": len(folds),
+            "would_have_cost_s": cost,
+            "saved_bytes": sum(f["saved_bytes"] for f in folds),
+            "folds": folds,
+            "emulated": emulated,
+        }
 
     def top_kernel(self) -> dict:
         """The kernel that takes the most time (time x repeats): its ops, kind, scope, time, share of
@@ -75,9 +80,16 @@ class SideResult:
         g = max(self.estimate.groups, key=lambda g: (g.cost.time_s * g.repeats, -g.group))
         total = self.estimate.total.time_s
         main = g.cost.bytes_at(self.main_level)
-        return {"group": g.group, "op": "+".join(g.ops), "kind": g.kind, "scope": g.scope, "time_s": g.cost.time_s * g.repeats,
-                "share": g.cost.time_s * g.repeats / total if total else 0.0, "bound": g.cost.bottleneck,
-                "intensity": g.cost.flops / main if main else None}
+        return {
+            "group": g.group,
+            "op": "+".join(g.ops),
+            "kind": g.kind,
+            "scope": g.scope,
+            "time_s": g.cost.time_s * g.repeats,
+            "share": g.cost.time_s * g.repeats / total if total else 0.0,
+            "bound": g.cost.bottleneck,
+            "intensity": g.cost.flops / main if main else None,
+        }
 
     def time_by_kind(self) -> dict[str, float]:
         out = dict.fromkeys(KINDS, 0.0)
@@ -97,12 +109,21 @@ class SideResult:
         total = self.estimate.total
         fallbacks = sorted({op for g in self.estimate.groups if g.kind == "fallback" for op in g.ops})
         return {
-            "side": self.side, "target": self.target, "time_s": d["total_time_s"], "bottleneck": d["bottleneck"],
-            "bytes": d["bytes"], "main_memory_bytes": d["bytes"].get(self.main_level, 0), "kernels": d["kernels"], "fused_groups": sum(1 for g in self.estimate.groups if len(g.ops) > 1),
+            "side": self.side,
+            "target": self.target,
+            "time_s": d["total_time_s"],
+            "bottleneck": d["bottleneck"],
+            "bytes": d["bytes"],
+            "main_memory_bytes": d["bytes"].get(self.main_level, 0),
+            "kernels": d["kernels"],
+            "fused_groups": sum(1 for g in self.estimate.groups if len(g.ops) > 1),
             "padding_waste": 1 - total.flops / total.padded_flops if total.padded_flops else 0.0,
             "main_memory_level": self.main_level,
-            "fallbacks": fallbacks, "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
-            "time_by_kind_s": self.time_by_kind(), "notes": d["notes"], "bottleneck_counts": d["bottleneck_counts"],
+            "fallbacks": fallbacks,
+            "chips": self.plan.partition.chips if self.plan and self.plan.partition else 1,
+            "time_by_kind_s": self.time_by_kind(),
+            "notes": d["notes"],
+            "bottleneck_counts": d["bottleneck_counts"],
             "top_kernel": self.top_kernel(),
             **({"artifacts": self.artifacts()} if self.artifacts() else {}),
         }
@@ -112,14 +133,20 @@ def describe_target(target: Target) -> dict:
     """What a target is, for a reader: {"family", "vendor", "noun", "kind", "description",
     "main_memory_level", "main_memory_bytes"}; kind is e.g. "NVIDIA GPU"."""
     family = get_family(target.family)
-    return {"family": target.family, "vendor": family.vendor, "noun": family.noun, "kind": family.describe(),
-            "description": target.description, "main_memory_level": target.main_memory_level,
-            "main_memory_bytes": target.main_memory_bytes}
+    return {
+        "family": target.family,
+        "vendor": family.vendor,
+        "noun": family.noun,
+        "kind": family.describe(),
+        "description": target.description,
+        "main_memory_level": target.main_memory_level,
+        "main_memory_bytes": target.main_memory_bytes,
+    }
 
 
 def side_pairs(sides) -> list[tuple[str, str]]:
     """Every pair of sides, the first pair first: (torch, jax), then (torch, torch-xla), (jax, torch-xla)."""
-    return [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:]]
+    return [(a, b) for i, a in enumerate(sides) for b in sides[i + 1 :]]
 
 
 @dataclass(frozen=True)
@@ -148,40 +175,80 @@ class Comparison:
 
     def to_dict(self) -> dict:
         out = {
-            "name": self.name, "targets": list(self.targets), "workload": self.workload,
-            "target_details": self.target_details, "sides": list(self.sides),
+            "name": self.name,
+            "targets": list(self.targets),
+            "workload": self.workload,
+            "target_details": self.target_details,
+            "sides": list(self.sides),
             "results": [self.results[(t, s)].summary() for t in self.targets for s in self.sides],
             "difference_cost_s": {t: self.difference_cost(t) for t in self.targets},
             "diff": self.diff,
         }
         if self.more_diffs:  # three paths: the other pairs, each as the first pair is given
-            out["more_pairs"] = [{"sides": [a, b], "difference_cost_s": {t: self.difference_cost(t, a, b) for t in self.targets},
-                                  "diff": self.more_diffs[(a, b)]} for a, b in self.pairs()[1:]]
+            out["more_pairs"] = [
+                {
+                    "sides": [a, b],
+                    "difference_cost_s": {t: self.difference_cost(t, a, b) for t in self.targets},
+                    "diff": self.more_diffs[(a, b)],
+                }
+                for a, b in self.pairs()[1:]
+            ]
         return out
 
 
-def unfolded_time(module, target: Target, plan: Plan, chips: int | None = None, strict_dtypes: bool = False,
-                  without: tuple[str, ...] = ()) -> float | None:
+def unfolded_time(
+    module,
+    target: Target,
+    plan: Plan,
+    chips: int | None = None,
+    strict_dtypes: bool = False,
+    without: tuple[str, ...] = (),
+) -> float | None:
     """The program's time compiled without fold_upcasts (and `without`), when the plan folded
     anything (else None): what the folded upcasts would have cost is this minus the plan's time."""
     if not plan.folds:
         return None
-    unfolded = compile_plan(module, target, chips=chips, strict_dtypes=strict_dtypes, without=(*without, "fold_upcasts"))
+    unfolded = compile_plan(
+        module, target, chips=chips, strict_dtypes=strict_dtypes, without=(*without, "fold_upcasts")
+    )
     return estimate(module, target, "", unfolded).total.time_s
 
 
-def compare_lowerings(torch_lowering: Lowering, jax_lowering: Lowering, targets: list[Target | str], name: str = "",
-                      chips: int | None = None, progress=None, workload: dict | None = None,
-                      strict_dtypes: bool = False, sides: tuple[str, str] = ("torch", "jax"),
-                      without: tuple[str, ...] = ()) -> Comparison:
+def compare_lowerings(
+    torch_lowering: Lowering,
+    jax_lowering: Lowering,
+    targets: list[Target | str],
+    name: str = "",
+    chips: int | None = None,
+    progress=None,
+    workload: dict | None = None,
+    strict_dtypes: bool = False,
+    sides: tuple[str, str] = ("torch", "jax"),
+    without: tuple[str, ...] = (),
+) -> Comparison:
     """Two lowerings: `compare_programs` with {sides[0]: torch_lowering, sides[1]: jax_lowering}."""
-    return compare_programs(dict(zip(sides, (torch_lowering, jax_lowering))), targets, name, chips, progress, workload,
-                            strict_dtypes, without)
+    return compare_programs(
+        dict(zip(sides, (torch_lowering, jax_lowering))),
+        targets,
+        name,
+        chips,
+        progress,
+        workload,
+        strict_dtypes,
+        without,
+    )
 
 
-def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str], name: str = "",
-                     chips: int | None = None, progress=None, workload: dict | None = None,
-                     strict_dtypes: bool = False, without: tuple[str, ...] = ()) -> Comparison:
+def compare_programs(
+    lowerings: dict[str, Lowering],
+    targets: list[Target | str],
+    name: str = "",
+    chips: int | None = None,
+    progress=None,
+    workload: dict | None = None,
+    strict_dtypes: bool = False,
+    without: tuple[str, ...] = (),
+) -> Comparison:
     """Compile and cost both lowerings of one program on every target, and diff the two paths.
 
     Args:
@@ -213,7 +280,9 @@ def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str]
                 plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without)
                 est = estimate(lowering.module, target, name, plan)
                 unfolded = unfolded_time(lowering.module, target, plan, chips, strict_dtypes, without)
-                results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, plan, est, unfolded_s=unfolded)
+                results[(target.name, side)] = SideResult(
+                    side, target.name, target.main_memory_level, plan, est, unfolded_s=unfolded
+                )
             except LandscapeError as err:
                 results[(target.name, side)] = SideResult(side, target.name, target.main_memory_level, refused=str(err))
             if progress:
@@ -221,5 +290,13 @@ def compare_programs(lowerings: dict[str, Lowering], targets: list[Target | str]
     pairs = side_pairs(sides)
     diffs = {(a, b): diff_modules(lowerings[a].module, lowerings[b].module, (a, b)).to_dict() for a, b in pairs}
     details = {t.name: describe_target(t) for t in targets}
-    return Comparison(name, tuple(t.name for t in targets), results, diffs.pop(pairs[0]), dict(workload or {}), details,
-                      sides, more_diffs=diffs)
+    return Comparison(
+        name,
+        tuple(t.name for t in targets),
+        results,
+        diffs.pop(pairs[0]),
+        dict(workload or {}),
+        details,
+        sides,
+        more_diffs=diffs,
+    )

@@ -49,14 +49,22 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
     module = getattr(module, "module", module)  # a Lowering: its IR
     plan = plan if plan is not None else compile_plan(module, target)
     groups = tuple(
-        GroupCost(g.id, g.kind, tuple(plan.ops[i].op.short_name for i in g.members), scope_of(plan, g), g.repeats,
-                  group_cost(module, plan, g, target))
+        GroupCost(
+            g.id,
+            g.kind,
+            tuple(plan.ops[i].op.short_name for i in g.members),
+            scope_of(plan, g),
+            g.repeats,
+            group_cost(module, plan, g, target),
+        )
         for g in plan.groups
     )
     notes = plan.notes
     if not groups:
-        notes += ("the program has no kernels, so nothing runs on the target and its time is 0: it returns "
-                  "constants or works on empty tensors only (a returned argument would be a copy kernel)",)
+        notes += (
+            "the program has no kernels, so nothing runs on the target and its time is 0: it returns "
+            "constants or works on empty tensors only (a returned argument would be a copy kernel)",
+        )
     fallbacks = [g for g in groups if g.kind == "fallback"]
     if fallbacks:
         spent = sum(g.cost.time_s * g.repeats for g in fallbacks)

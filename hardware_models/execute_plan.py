@@ -133,7 +133,9 @@ class Execution:
         other = [d for d in range(len(shape)) if d != dims[0] and shape[d] == shape[dims[0]]]
         if not other:
             return None
-        self.events.append(f"fused-reduce-wrong-axis: {key}: the fused reduction runs over axis {other[-1]}, not {dims[0]}")
+        self.events.append(
+            f"fused-reduce-wrong-axis: {key}: the fused reduction runs over axis {other[-1]}, not {dims[0]}"
+        )
         return dataclasses.replace(op, attrs=tuple((k, (other[-1],) if k == "dimensions" else v) for k, v in op.attrs))
 
     # -- R5: padded layouts
@@ -167,11 +169,15 @@ class Execution:
         if "floor-stick-count" in self.faults and copy:
             sticks = n // per  # the fault: the stick count recomputed with floor division
             if sticks * per < n:
-                self.events.append(f"floor-stick-count: {key}: the copy writes {sticks} stick(s) of {per} per row; "
-                                   f"elements {sticks * per}..{n - 1} keep stale memory")
+                self.events.append(
+                    f"floor-stick-count: {key}: the copy writes {sticks} stick(s) of {per} per row; "
+                    f"elements {sticks * per}..{n - 1} keep stale memory"
+                )
         padded = ceil_div(n, per) * per
         buffer = self.stale((*moved.shape[:-1], padded), moved)
-        buffer[..., :sticks * per] = np.pad(moved, [(0, 0)] * (moved.ndim - 1) + [(0, padded - n)])[..., :sticks * per]
+        buffer[..., : sticks * per] = np.pad(moved, [(0, 0)] * (moved.ndim - 1) + [(0, padded - n)])[
+            ..., : sticks * per
+        ]
         return np.moveaxis(buffer[..., :n], -1, dim)
 
     def copy_in(self, key: str, name: str, x: np.ndarray) -> np.ndarray:
@@ -210,11 +216,13 @@ class Execution:
             if "drop-remainder-tile" in self.faults:
                 tiles = extent // tile  # the fault: the remainder tile dropped
                 if tiles * tile < extent:
-                    self.events.append(f"drop-remainder-tile: {key}: {tiles} tile(s) of {tile} {axis} cover {tiles * tile} "
-                                       f"of {extent}; {axis} {tiles * tile}..{extent - 1} keep stale memory")
+                    self.events.append(
+                        f"drop-remainder-tile: {key}: {tiles} tile(s) of {tile} {axis} cover {tiles * tile} "
+                        f"of {extent}; {axis} {tiles * tile}..{extent - 1} keep stale memory"
+                    )
             covered.append(min(extent, tiles * tile))
         buffer = self.stale(flat.shape, flat)
-        buffer[..., :covered[0], :covered[1]] = flat[..., :covered[0], :covered[1]]
+        buffer[..., : covered[0], : covered[1]] = flat[..., : covered[0], : covered[1]]
         return (buffer.reshape(out.shape),)
 
     @staticmethod
@@ -223,7 +231,9 @@ class Execution:
         am, bm, shape = as_matmul(a.astype(np.float32), b.astype(np.float32), d)
         total = np.zeros((*am.shape[:-1], bm.shape[-1]), np.float16)
         for step in range(am.shape[-1]):
-            total = (total.astype(np.float32) + am[..., :, step:step + 1] * bm[..., step:step + 1, :]).astype(np.float16)
+            total = (total.astype(np.float32) + am[..., :, step : step + 1] * bm[..., step : step + 1, :]).astype(
+                np.float16
+            )
         return total.astype(np.float32).reshape(shape)
 
     # -- R6: DMA and the LPU's SRAM
@@ -236,8 +246,10 @@ class Execution:
             flat = self.stale(x.size, x.reshape(-1))
             flat[:elements] = x.reshape(-1)[:elements]
             moved = flat.reshape(x.shape)
-            self.events.append(f"dma-length-elements: {key}: {name} is DMA'd with length {length} (its elements) of its {x.nbytes} bytes: "
-                               f"{elements} of {x.size} elements arrive")
+            self.events.append(
+                f"dma-length-elements: {key}: {name} is DMA'd with length {length} (its elements) of its {x.nbytes} bytes: "
+                f"{elements} of {x.size} elements arrive"
+            )
         return moved
 
     def _sram_setup(self):
@@ -272,7 +284,9 @@ class Execution:
         if key == self.early and self.applies(key, 6):
             producers = [self.slots[v].written for v in planned.operands if v in self.slots]
             at = min(producers) - 1  # the fault: scheduled one slot before its producer writes
-            self.events.append(f"early-consumer: {key}: scheduled at cycle {at}, before its operand is written at cycle {min(producers)}")
+            self.events.append(
+                f"early-consumer: {key}: scheduled at cycle {at}, before its operand is written at cycle {min(producers)}"
+            )
         out = []
         for value, x in zip(planned.operands, operands):
             slot = self.slots.get(value)
@@ -285,12 +299,14 @@ class Execution:
                     break
                 lo, hi = max(offset, slot.offset), min(offset + len(data), slot.offset + slot.size)
                 if lo < hi:
-                    memory[lo - slot.offset:hi - slot.offset] = data[lo - offset:hi - offset]
+                    memory[lo - slot.offset : hi - slot.offset] = data[lo - offset : hi - offset]
             read = np.frombuffer(bytes(memory), dtype=x.dtype).reshape(x.shape)
             if not np.array_equal(read, x, equal_nan=True) and self.applies(key, 6):
                 cause = "early-consumer" if key == self.early else "free-at-first-use"
-                self.events.append(f"{cause}: {key}: reads {value} from SRAM [{slot.offset}, {slot.offset + slot.size}) at cycle {at} "
-                                   "and finds other data there")
+                self.events.append(
+                    f"{cause}: {key}: reads {value} from SRAM [{slot.offset}, {slot.offset + slot.size}) at cycle {at} "
+                    "and finds other data there"
+                )
             out.append(read if self.applies(key, 6) else x)
         return tuple(out)
 
@@ -316,8 +332,18 @@ class Execution:
         return as_type(np.asarray(value).astype(narrow), t)
 
 
-def run_plan(module: Module, plan: Plan, target: Target, args, rung: str = "R7", faults: Iterable[str] = (),
-             steps: Iterable[str] | None = None, force: dict | None = None, stale_seed: int = 0, base=None):
+def run_plan(
+    module: Module,
+    plan: Plan,
+    target: Target,
+    args,
+    rung: str = "R7",
+    faults: Iterable[str] = (),
+    steps: Iterable[str] | None = None,
+    force: dict | None = None,
+    stale_seed: int = 0,
+    base=None,
+):
     """(outputs, {qualified op: results}, events) of the plan executed at `rung` on `args`.
 
     `force`: teacher forcing, each op's results replaced by these (the rung below's) before any
@@ -331,10 +357,21 @@ def run_plan(module: Module, plan: Plan, target: Target, args, rung: str = "R7",
 def _run_plan(module, plan, target, args, rung, faults, steps, force, stale_seed, base):
     from reference.ir.interpret import trace_values
 
-    execution = Execution(module, plan, target, rung, frozenset(faults), None if steps is None else frozenset(steps), stale_seed,
-                          base=base)
-    floats = [float(np.max(np.abs(np.asarray(a, dtype=np.float64)))) for a in args
-              if np.asarray(a).size and np.asarray(a).dtype.kind != "b"]
+    execution = Execution(
+        module,
+        plan,
+        target,
+        rung,
+        frozenset(faults),
+        None if steps is None else frozenset(steps),
+        stale_seed,
+        base=base,
+    )
+    floats = [
+        float(np.max(np.abs(np.asarray(a, dtype=np.float64))))
+        for a in args
+        if np.asarray(a).size and np.asarray(a).dtype.kind != "b"
+    ]
     execution.scale = max([f for f in floats if np.isfinite(f)] or [1.0]) or 1.0
     prepared, copied_in = [], {}
     for (name, t), a in zip(module.main.args, args):  # each argument copied in: a sub-step of its own

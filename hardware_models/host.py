@@ -28,17 +28,28 @@ from pathlib import Path
 SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 PROC_CPUINFO = Path("/proc/cpuinfo")
 PROC_MEMINFO = Path("/proc/meminfo")
-FEATURES_OF_INTEREST = ("sse2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16")
+FEATURES_OF_INTEREST = (
+    "sse2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "amx_tile",
+    "amx_bf16",
+)
 
 
 @dataclass(frozen=True)
 class Cache:
-    level: int       # 1, 2, 3
-    name: str        # "l1d", "l2", "l3"
-    bytes: int       # one instance's capacity
-    shared_by: int   # CPUs sharing one instance
-    ways: int = 0    # lines per set (ways_of_associativity); 0 where sysfs does not say
-    line: int = 0    # bytes per line (coherency_line_size); 0 where sysfs does not say
+    level: int  # 1, 2, 3
+    name: str  # "l1d", "l2", "l3"
+    bytes: int  # one instance's capacity
+    shared_by: int  # CPUs sharing one instance
+    ways: int = 0  # lines per set (ways_of_associativity); 0 where sysfs does not say
+    line: int = 0  # bytes per line (coherency_line_size); 0 where sysfs does not say
 
 
 @dataclass(frozen=True)
@@ -68,9 +79,17 @@ class HostCpu:
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(name for name, value in (("clock", self.clock_hz), ("memory", self.memory_bytes),
-                                              ("caches", self.caches), ("cache ways", self.l1_ways or not self.caches),
-                                              ("cache line", self.l1_line or not self.caches)) if not value)
+        return tuple(
+            name
+            for name, value in (
+                ("clock", self.clock_hz),
+                ("memory", self.memory_bytes),
+                ("caches", self.caches),
+                ("cache ways", self.l1_ways or not self.caches),
+                ("cache line", self.l1_line or not self.caches),
+            )
+            if not value
+        )
 
     @property
     def l1_ways(self) -> int:
@@ -90,8 +109,11 @@ class HostCpu:
         return f"{self.model} ({self.cores} cores, {' '.join(self.features)})"
 
     def describe(self) -> str:
-        caches = ", ".join(f"{c.name.upper()} {c.bytes // 1024} KiB" + (f" x{self.cores // c.shared_by}" if self.cores // c.shared_by > 1 else "")
-                           for c in self.caches)
+        caches = ", ".join(
+            f"{c.name.upper()} {c.bytes // 1024} KiB"
+            + (f" x{self.cores // c.shared_by}" if self.cores // c.shared_by > 1 else "")
+            for c in self.caches
+        )
         return f"{self.model} ({self.machine}), {self.cores} cores, {' '.join(self.features) or 'no vector extensions read'}; {caches}"
 
 
@@ -158,6 +180,10 @@ def read_host(cpuinfo: Path = PROC_CPUINFO, meminfo: Path = PROC_MEMINFO, cache_
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return HostCpu(
         model=fields.get("model name") or platform.processor() or "unknown CPU",
-        machine=platform.machine(), cores=cores, clock_hz=clock, memory_bytes=memory,
-        caches=read_caches(cache_root), flags=frozenset(fields.get("flags", "").split()),
+        machine=platform.machine(),
+        cores=cores,
+        clock_hz=clock,
+        memory_bytes=memory,
+        caches=read_caches(cache_root),
+        flags=frozenset(fields.get("flags", "").split()),
     )

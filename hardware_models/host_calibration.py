@@ -160,12 +160,19 @@ UNARY_N = 16 * GRAIN  # elements of a function row: every core busy, in + out in
 # are branch-free). The rest take x ~ N(0, 1), log and the square roots |x| + 0.01 (their domain).
 ANGLE_FUNCTIONS = ("sine", "cosine")
 POSITIVE = ("log", "sqrt", "rsqrt")  # functions timed on |x| + 0.01, inside their domain
-ANGLE_HEAD_DIM = 128  # a choice: a Llama head's width (64 frequencies, each twice); positions 0, 1, 2, ... down the rows
+ANGLE_HEAD_DIM = (
+    128  # a choice: a Llama head's width (64 frequencies, each twice); positions 0, 1, 2, ... down the rows
+)
 # The convolution rows: channels -> (batch, height = width), 3 x 3 kernels, padding 1. The small
 # one times the library's fixed cost of a call, the large one (151 MFLOP) its rate.
 CONV_SHAPES = ((1, 4, 4, 4), (2, 4, 4, 4), (2, 4, 64, 32), (2, 64, 64, 32))  # (images, c_in, c_out, height = width)
 EIGEN_CONV = len(CONV_SHAPES)  # the conv row's size (index) for XLA's own convolution's row, shape EIGEN_CONV_SHAPE
-EIGEN_CONV_SHAPE = (2, 16, 16, 32)  # the most channels XLA:CPU keeps from YNNPACK (cost/cpu.py YNN_CONV_MIN_CHANNELS), 2 x 32 x 32 pixels
+EIGEN_CONV_SHAPE = (
+    2,
+    16,
+    16,
+    32,
+)  # the most channels XLA:CPU keeps from YNNPACK (cost/cpu.py YNN_CONV_MIN_CHANNELS), 2 x 32 x 32 pixels
 DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
 KERNEL_CALL_N = 2 * REDUCE_ROW  # elements of the small rows of ATen's own kernels (two rows of a norm or softmax)
 INDEX_ADD_SHAPE = (4, 16, 64)  # (rows added, rows of the destination, row width) of the index_add row: 4 KiB, in L1
@@ -243,8 +250,13 @@ class RowSpec:
         if self.workload == "index-add":  # the destination copied, its rows read and written, the rows added, the index
             rows, dst, width = INDEX_ADD_SHAPE
             return (2 * dst * width + 3 * rows * width) * e + rows * 8
-        return {"add": 3 * self.size * e, "module-add": 3 * self.size * e, "gemm": 3 * self.size**2 * e, "unary": 2 * self.size * e,
-                "kernel-call": 2 * self.size * e}[self.workload]
+        return {
+            "add": 3 * self.size * e,
+            "module-add": 3 * self.size * e,
+            "gemm": 3 * self.size**2 * e,
+            "unary": 2 * self.size * e,
+            "kernel-call": 2 * self.size * e,
+        }[self.workload]
 
     @property
     def flops(self) -> int:
@@ -268,7 +280,11 @@ class RowSpec:
             return 2 * self.size**2
         if self.workload == "index-add":
             return INDEX_ADD_SHAPE[0] * INDEX_ADD_SHAPE[2]
-        return 2 * self.size**3 if self.workload == "gemm" else (1 if self.workload in ("mean", "module-param") else self.size - (self.workload == "args"))
+        return (
+            2 * self.size**3
+            if self.workload == "gemm"
+            else (1 if self.workload in ("mean", "module-param") else self.size - (self.workload == "args"))
+        )
 
 
 @dataclass(frozen=True)
@@ -295,9 +311,14 @@ def _level_sizes(host: HostCpu) -> list[tuple[str, float, float]]:
 def plan_rows(host: HostCpu) -> list[RowSpec]:
     """The rows to time on `host`, sized from its caches (BadTargetFile where the OS gave none)."""
     _require(host)
-    rows = [RowSpec("H01", "eager", "add", "f32", 1), RowSpec("H02", "eager", "module-add", "f32", 1),
-            RowSpec("H03", "inductor", "mm-chain", "f32", 1), RowSpec("H04", "inductor", "mm-chain", "f32", CHAIN),
-            RowSpec("H05", "xla", "mm-chain", "f32", 1), RowSpec("H06", "xla", "mm-chain", "f32", CHAIN)]
+    rows = [
+        RowSpec("H01", "eager", "add", "f32", 1),
+        RowSpec("H02", "eager", "module-add", "f32", 1),
+        RowSpec("H03", "inductor", "mm-chain", "f32", 1),
+        RowSpec("H04", "inductor", "mm-chain", "f32", CHAIN),
+        RowSpec("H05", "xla", "mm-chain", "f32", 1),
+        RowSpec("H06", "xla", "mm-chain", "f32", CHAIN),
+    ]
     for level, lo, hi in _level_sizes(host):
         for total in (lo, hi):
             rows.append(RowSpec(f"H{len(rows) + 1:02d}", "eager", "add", "f32", max(1, int(total // 12)), level))
@@ -373,7 +394,11 @@ def _rows(measured: list[Measured], what: str, wanted, count: int) -> list[Measu
     if len(found) < count:
         from reference.errors import BadTargetFile
 
-        raise BadTargetFile("host-cpu rows", what, "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again")
+        raise BadTargetFile(
+            "host-cpu rows",
+            what,
+            "missing: the rows predate this version's calibration; run `landscape calibrate host-cpu` again",
+        )
     return found[:count]
 
 
@@ -383,7 +408,8 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
     by = {m.spec.id: m for m in measured}
     t = {k: m.median_s for k, m in by.items()}
     out: dict[str, tuple[float, str]] = {
-        "fitted.eager_dispatch_s": (t["H01"], "H01"), "fitted.eager_module_call_s": (max(t["H02"] - t["H01"], FLOOR), "H02 H01"),
+        "fitted.eager_dispatch_s": (t["H01"], "H01"),
+        "fitted.eager_module_call_s": (max(t["H02"] - t["H01"], FLOOR), "H02 H01"),
     }
     for runtime, one, many in (("inductor", "H03", "H04"), ("xla", "H05", "H06")):
         kernel = max((t[many] - t[one]) / (CHAIN - 1), FLOOR)
@@ -398,7 +424,10 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
         if dt > max(lo.iqr_s, hi.iqr_s):
             out[f"fitted.{level}_bytes_per_s"] = ((hi.spec.bytes - lo.spec.bytes) / dt, f"{lo.spec.id} {hi.spec.id}")
         else:  # the difference is inside the rows' spread (noise): the larger row less one dispatch
-            out[f"fitted.{level}_bytes_per_s"] = (hi.spec.bytes / max(hi.median_s - t["H01"], 1e-12), f"{hi.spec.id} H01")
+            out[f"fitted.{level}_bytes_per_s"] = (
+                hi.spec.bytes / max(hi.median_s - t["H01"], 1e-12),
+                f"{hi.spec.id} H01",
+            )
     for runtime in COMPILED:
         loop, (kernel, rows) = _loop_call(measured, runtime), out[f"fitted.{runtime}_kernel_s"]
         out[f"fitted.{runtime}_loop_call_s"] = (max(loop.median_s - kernel, FLOOR), f"{loop.spec.id} {rows}")
@@ -407,29 +436,49 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
         if s.workload == "gemm":
             base = "H05" if s.runtime == "xla" else "H01"
             suffix = dict(GEMM_CURVE).get(s.size, "") if s.dtype == "f32" else ""
-            key = f"fitted.xla_gemm_f32{suffix}_flop_per_s" if s.runtime == "xla" else f"fitted.gemm_{s.dtype}{suffix}_flop_per_s"
+            key = (
+                f"fitted.xla_gemm_f32{suffix}_flop_per_s"
+                if s.runtime == "xla"
+                else f"fitted.gemm_{s.dtype}{suffix}_flop_per_s"
+            )
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
         elif s.workload == "weights" and s.size > 1:  # against the row of one weight, read 16 times
-            hot = next(h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1)
+            hot = next(
+                h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1
+            )
             key = "fitted.xla_gemm_cold_bytes_per_s" if s.runtime == "xla" else "fitted.gemm_cold_bytes_per_s"
             out[key] = (16 * cold_weight_bytes() / max(m.median_s - hot.median_s, 1e-12), f"{s.id} {hot.spec.id}")
         elif s.workload == "sdpa":
             rows = math.prod(SDPA_SHAPE[:-1])
             out["fitted.eager_sdpa_row_s"] = (max(m.median_s - t["H01"], FLOOR) / rows, f"{s.id} H01")
     one, many = sorted((m for m in measured if m.spec.workload == "dots"), key=lambda m: m.spec.size)
-    rate, rows = out["fitted.xla_gemm_f32_small_flop_per_s"]  # each dot beyond the first, less its FLOPs at the small row's rate
+    rate, rows = out[
+        "fitted.xla_gemm_f32_small_flop_per_s"
+    ]  # each dot beyond the first, less its FLOPs at the small row's rate
     per_dot = (many.median_s - one.median_s) / (many.spec.size - 1) - 2 * DOT_N**3 / rate
     out["fitted.xla_dot_s"] = (max(per_dot, FLOOR), f"{many.spec.id} {one.spec.id} {rows}")
     for m in (m for m in measured if m.spec.workload in ("unary", "reduce", "args")):
         base = _loop_call(measured, m.spec.runtime).spec.id
         if m.spec.workload == "args":
-            out[f"fitted.{m.spec.runtime}_arg_s"] = (max(m.median_s - t[base], FLOOR) / (m.spec.size - 2), f"{m.spec.id} {base}")
+            out[f"fitted.{m.spec.runtime}_arg_s"] = (
+                max(m.median_s - t[base], FLOOR) / (m.spec.size - 2),
+                f"{m.spec.id} {base}",
+            )
             continue
         name = m.spec.fn if m.spec.workload == "unary" else "reduce"
-        out[f"fitted.{m.spec.runtime}_{name}_per_s"] = (m.spec.size / max(m.median_s - t[base], 1e-12), f"{m.spec.id} {base}")
+        out[f"fitted.{m.spec.runtime}_{name}_per_s"] = (
+            m.spec.size / max(m.median_s - t[base], 1e-12),
+            f"{m.spec.id} {base}",
+        )
     for runtime in RUNTIMES:
-        tiny, batched, shallow, deep = sorted((m for m in measured if m.spec.workload == "conv" and m.spec.runtime == runtime
-                                               and m.spec.size != EIGEN_CONV), key=lambda m: m.spec.size)
+        tiny, batched, shallow, deep = sorted(
+            (
+                m
+                for m in measured
+                if m.spec.workload == "conv" and m.spec.runtime == runtime and m.spec.size != EIGEN_CONV
+            ),
+            key=lambda m: m.spec.size,
+        )
         base, depth, rate = t[CALL_ROWS[runtime]], 0.0, float("inf")
 
         def work(m):  # a row's own arithmetic at the current fit
@@ -438,8 +487,10 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
 
         for _ in range(3):  # the tiny rows' own work (9 kFLOP) taken out of their fixed costs: 3 rounds converge
             fixed = max(batched.median_s - base - work(batched), FLOOR)
-            (k_s, f_s, t_s), (k_d, f_d, t_d) = ((CONV_SHAPES[m.spec.size][1] * 9, m.spec.flops, max(m.median_s - base - fixed, 1e-12))
-                                                for m in (shallow, deep))
+            (k_s, f_s, t_s), (k_d, f_d, t_d) = (
+                (CONV_SHAPES[m.spec.size][1] * 9, m.spec.flops, max(m.median_s - base - fixed, 1e-12))
+                for m in (shallow, deep)
+            )
             r = (t_s / f_s) / (t_d / f_d)
             depth = max((r - 1) / (1 / k_s - r / k_d), 0.0) if 1 / k_s > r / k_d else 0.0
             rate = f_d * (1 + depth / k_d) / t_d
@@ -455,7 +506,10 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
     out["fitted.eager_param_s"] = (max(param.median_s - t["H02"], FLOOR), f"{param.spec.id} H02")
     stream = _row(measured, "xla add (stream)", lambda s: s.runtime == "xla" and s.workload == "add" and s.size > 1)
     loop = _loop_call(measured, "xla")
-    out["fitted.xla_stream_bytes_per_s"] = (stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12), f"{stream.spec.id} {loop.spec.id}")
+    out["fitted.xla_stream_bytes_per_s"] = (
+        stream.spec.bytes / max(stream.median_s - loop.median_s, 1e-12),
+        f"{stream.spec.id} {loop.spec.id}",
+    )
     strided = _rows(measured, "strided", lambda s: s.workload == "strided", 2)  # the set span's stride first
     for key, m in zip(("fitted.xla_conflict_per_s", "fitted.xla_strided_per_s"), strided):
         out[key] = (m.spec.flops / max(m.median_s - loop.median_s, 1e-12), f"{m.spec.id} {loop.spec.id}")
@@ -463,17 +517,24 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
     eigen = _row(measured, "xla eigen conv", lambda s: s.workload == "conv" and s.size == EIGEN_CONV)
     b, _, _, hw = EIGEN_CONV_SHAPE
     fixed, rows = out["fitted.xla_conv_batched_s"]
-    out["fitted.xla_conv_pixel_s"] = (max(eigen.median_s - t[CALL_ROWS["xla"]] - fixed, FLOOR) / (b * hw * hw), f"{eigen.spec.id} {rows}")
+    out["fitted.xla_conv_pixel_s"] = (
+        max(eigen.median_s - t[CALL_ROWS["xla"]] - fixed, FLOOR) / (b * hw * hw),
+        f"{eigen.spec.id} {rows}",
+    )
     index_add = _row(measured, "index-add", lambda s: s.workload == "index-add")
-    out["fitted.eager_index_add_s"] = (max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
-                                       f"{index_add.spec.id} H01 {mean.spec.id}")
+    out["fitted.eager_index_add_s"] = (
+        max(index_add.median_s - t["H01"] - index_add.spec.size * nested, FLOOR),
+        f"{index_add.spec.id} H01 {mean.spec.id}",
+    )
     for fn in EAGER_KERNELS:
         small = _row(measured, f"kernel-call {fn}", lambda s, fn=fn: s.workload == "kernel-call" and s.fn == fn)
         rate, rows = out[f"fitted.eager_{fn}_per_s"]
         work = small.spec.size * cores / rate  # below the grain: one core
-        out[f"fitted.eager_{fn}_s"] = (max(small.median_s - t["H01"] - work, FLOOR), f"{small.spec.id} H01 {rows.split()[0]}")
+        out[f"fitted.eager_{fn}_s"] = (
+            max(small.median_s - t["H01"] - work, FLOOR),
+            f"{small.spec.id} H01 {rows.split()[0]}",
+        )
     return out
-
 
 
 class _Fits(dict):
@@ -496,15 +557,28 @@ def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) ->
     found = {}
     for runtime, lib in (("eager", ""), ("xla", "xla_")):
         base = CALL_ROWS[runtime]
-        hot = _row(measured, f"{runtime} weights", lambda s, r=runtime: s.workload == "weights" and s.runtime == r and s.size == 1)
+        hot = _row(
+            measured,
+            f"{runtime} weights",
+            lambda s, r=runtime: s.workload == "weights" and s.runtime == r and s.size == 1,
+        )
         # per GEMM: XLA's 16 dots are one call (each + its dot's fixed cost), eager's 16 calls
-        per = (hot.median_s - t[base]) / 16 - fits["fitted.xla_dot_s"] if runtime == "xla" else hot.median_s / 16 - t[base]
+        per = (
+            (hot.median_s - t[base]) / 16 - fits["fitted.xla_dot_s"]
+            if runtime == "xla"
+            else hot.median_s / 16 - t[base]
+        )
         left = per - flops / gemm_rate(fits, "f32", runtime, flops)
         # inside one GEMM's share of the row's spread, the difference is noise: no cost measured
-        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (extra / left if left > max(FLOOR, hot.iqr_s / 16) else UNMEASURABLE,
-                                                      f"{hot.spec.id} {base}")
+        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (
+            extra / left if left > max(FLOOR, hot.iqr_s / 16) else UNMEASURABLE,
+            f"{hot.spec.id} {base}",
+        )
         gemv = _row(measured, f"{runtime} gemv", lambda s, r=runtime: s.workload == "gemv" and s.runtime == r)
-        found[f"fitted.{lib}gemv_bytes_per_s"] = (gemv.spec.size**2 * 4 / max(gemv.median_s - t[base], 1e-12), f"{gemv.spec.id} {base}")
+        found[f"fitted.{lib}gemv_bytes_per_s"] = (
+            gemv.spec.size**2 * 4 / max(gemv.median_s - t[base], 1e-12),
+            f"{gemv.spec.id} {base}",
+        )
     return found
 
 
@@ -514,8 +588,20 @@ def rows_csv(measured: list[Measured]) -> str:
     writer.writerow(COLUMNS)
     for m in measured:
         s = m.spec
-        writer.writerow((s.id, s.runtime, s.workload + (f" {s.fn}" if s.fn else "") + (f" in {s.level}" if s.level else ""), s.dtype, s.size,
-                         s.bytes, s.flops, f"{m.median_s:.6e}", f"{m.iqr_s:.3e}", m.runs))
+        writer.writerow(
+            (
+                s.id,
+                s.runtime,
+                s.workload + (f" {s.fn}" if s.fn else "") + (f" in {s.level}" if s.level else ""),
+                s.dtype,
+                s.size,
+                s.bytes,
+                s.flops,
+                f"{m.median_s:.6e}",
+                f"{m.iqr_s:.3e}",
+                m.runs,
+            )
+        )
     return buffer.getvalue()
 
 
@@ -540,7 +626,11 @@ def _require(host: HostCpu) -> None:
     if host.missing:
         from reference.errors import BadTargetFile
 
-        raise BadTargetFile("host", ", ".join(host.missing), "read from /proc and /sys (Linux); set them in the target file by hand elsewhere")
+        raise BadTargetFile(
+            "host",
+            ", ".join(host.missing),
+            "read from /proc and /sys (Linux); set them in the target file by hand elsewhere",
+        )
 
 
 def _q(value: float, source: str, note: str = "", derivation: str = "") -> str:
@@ -552,7 +642,9 @@ def _q(value: float, source: str, note: str = "", derivation: str = "") -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: str, when: str, name: str = "host-cpu") -> str:
+def target_toml(
+    host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: str, when: str, name: str = "host-cpu"
+) -> str:
     """The host-cpu target file: the operating system's facts (P), the fits (F, citing rows of
     `rows_file`), and what follows from them (D)."""
     _require(host)
@@ -560,33 +652,52 @@ def target_toml(host: HostCpu, fits: dict[str, tuple[float, str]], rows_file: st
         f"# The host CPU, calibrated by `landscape calibrate host-cpu` on {when}.",
         f"# {host.describe()}",
         f"# Fitted (F) values cite the rows of {rows_file} (hardware_models/host_calibration.py: the formulas).",
-        "schema = 1", f'name = "{name}"', 'family = "cpu"', f'description = "{host.summary}"',
-        "", "[chip]",
+        "schema = 1",
+        f'name = "{name}"',
+        'family = "cpu"',
+        f'description = "{host.summary}"',
+        "",
+        "[chip]",
         f"cores = {_q(host.cores, 'P os.sched_getaffinity', 'the CPUs this process may use')}",
         f"clock_hz = {_q(host.clock_hz, 'P /proc/cpuinfo cpu MHz', 'a reading: boost and power states move it')}",
         f"f32_lanes = {_q(host.f32_lanes, 'P /proc/cpuinfo flags', 'the widest vector extension: ' + (' '.join(host.features) or 'none'))}",
         f"fma_per_cycle = {_q(2, 'U', 'assumed two FMA pipes per core (Zen 2-4, Skylake-SP and later); only the derived peak reads it')}",
         f"l1_ways = {_q(host.l1_ways, 'P sysfs cpu0/cache/index0 ways_of_associativity', 'lines per set of the innermost data cache: which strides conflict')}",
         f"l1_line_bytes = {_q(host.l1_line, 'P sysfs cpu0/cache/index0 coherency_line_size', 'a read this far from the last one takes a line of its own')}",
-        "", "[peak]",
+        "",
+        "[peak]",
         f"f32_flop_per_s = {_q(host.cores * host.clock_hz * host.f32_lanes * 2 * 2, 'D', 'an FMA is two FLOPs', 'chip.cores * chip.clock_hz * chip.f32_lanes * chip.fma_per_cycle * 2')}",
-        "", "[fitted]",
+        "",
+        "[fitted]",
     ]
     for key, (value, rows) in sorted(fits.items()):
-        note = ("median of repeated calls on this machine" if FLOOR < value < UNMEASURABLE else
-                f"at its floor ({FLOOR:g}): the row ran no slower than the row it is measured against (noise)" if value <= FLOOR else
-                "no cost measured: the row ran no slower than the row it is measured against (noise), so this rate costs ~nothing")
+        note = (
+            "median of repeated calls on this machine"
+            if FLOOR < value < UNMEASURABLE
+            else f"at its floor ({FLOOR:g}): the row ran no slower than the row it is measured against (noise)"
+            if value <= FLOOR
+            else "no cost measured: the row ran no slower than the row it is measured against (noise), so this rate costs ~nothing"
+        )
         lines.append(f"{key.removeprefix('fitted.')} = {_q(value, 'F ' + rows, note)}")
     dram = host.memory_bytes
-    lines += ["", "[levels.dram]", 'role = "main"', "on_chip = false",
-              f"bytes = {_q(dram, 'P /proc/meminfo MemTotal')}",
-              f"bytes_per_s = {_q(fits['fitted.dram_bytes_per_s'][0], 'D', '', 'fitted.dram_bytes_per_s')}",
-              f"usable_fraction = {_q(0.5, 'U', 'assumed share of memory a model may take beside everything else')}"]
+    lines += [
+        "",
+        "[levels.dram]",
+        'role = "main"',
+        "on_chip = false",
+        f"bytes = {_q(dram, 'P /proc/meminfo MemTotal')}",
+        f"bytes_per_s = {_q(fits['fitted.dram_bytes_per_s'][0], 'D', '', 'fitted.dram_bytes_per_s')}",
+        f"usable_fraction = {_q(0.5, 'U', 'assumed share of memory a model may take beside everything else')}",
+    ]
     for cache in reversed(host.caches):
         per = host.cores // cache.shared_by
-        lines += ["", f"[levels.{cache.name}]", 'role = "on-chip"'] + (['per = "chip.cores"'] if per > 1 and per == host.cores else [])
+        lines += ["", f"[levels.{cache.name}]", 'role = "on-chip"'] + (
+            ['per = "chip.cores"'] if per > 1 and per == host.cores else []
+        )
         size = cache.bytes if per in (1, host.cores) else cache.bytes * per
-        lines += [f"bytes = {_q(size, 'P sysfs cpu0/cache', 'one instance' if per == host.cores and per > 1 else 'every instance together')}",
-                  f"bytes_per_s = {_q(fits[f'fitted.{cache.name}_bytes_per_s'][0], 'D', '', f'fitted.{cache.name}_bytes_per_s')}"]
+        lines += [
+            f"bytes = {_q(size, 'P sysfs cpu0/cache', 'one instance' if per == host.cores and per > 1 else 'every instance together')}",
+            f"bytes_per_s = {_q(fits[f'fitted.{cache.name}_bytes_per_s'][0], 'D', '', f'fitted.{cache.name}_bytes_per_s')}",
+        ]
     lines += ["", "[dtypes]", 'native = ["f64", "f32", "bf16", "f16", "i8"]', ""]
     return "\n".join(lines)

@@ -67,9 +67,9 @@ class FrameworkOp:
 @dataclass(frozen=True)
 class RuntimeTime:
     runtime: str
-    kernels: int        # kernels run (eager: ATen ops dispatched)
-    work_s: float       # the kernels' time, each kernel's own fixed cost included
-    overhead_s: float   # what the runtime adds per call (eager: module calls)
+    kernels: int  # kernels run (eager: ATen ops dispatched)
+    work_s: float  # the kernels' time, each kernel's own fixed cost included
+    overhead_s: float  # what the runtime adds per call (eager: module calls)
     cost: Cost | None = None  # the compiled plan's cost, summed (None eagerly)
 
     @property
@@ -84,8 +84,9 @@ def _check(target: Target) -> None:
         raise UnknownName("host-CPU target", target.name, ["a target of the cpu family (host-cpu)"])
 
 
-def eager_seconds(ops: list[FrameworkOp], target: Target, module_calls: int = 1, weight_bytes: int = 0,
-                  parameters: int = 0) -> RuntimeTime:
+def eager_seconds(
+    ops: list[FrameworkOp], target: Target, module_calls: int = 1, weight_bytes: int = 0, parameters: int = 0
+) -> RuntimeTime:
     """Predict one eager PyTorch call from the ATen ops it dispatches (module doc); `weight_bytes`:
     the module's parameters' bytes, which its GEMMs stream when they outgrow the private caches;
     `parameters`: how many it reads."""

@@ -21,13 +21,20 @@ from reference.units import format_bytes, format_rate
 MAP_FILE = Path(__file__).with_name("landscape_map.toml")
 FAMILIES = BUILTIN  # its columns: the built-in families, each with a table in landscape_map.toml
 PROSE = (
-    ("execution model", "execution_model"), ("memory hierarchy", "memory_hierarchy"),
-    ("programming model", "programming_model"), ("compiler strategy", "compiler_strategy"),
-    ("key trade-off", "key_tradeoff"), ("graph capture", "graph_capture"),
-    ("scheduling granularity", "scheduling_granularity"), ("fusion boundaries", "fusion_boundaries"),
-    ("data-dependent control", "data_dependent_control"), ("IR stages", "ir_stages"),
-    ("fusion strategy", "fusion_strategy"), ("tiling decision", "tiling_decision"),
-    ("layout propagation", "layout_propagation"), ("alignment constraints", "alignment_constraints"),
+    ("execution model", "execution_model"),
+    ("memory hierarchy", "memory_hierarchy"),
+    ("programming model", "programming_model"),
+    ("compiler strategy", "compiler_strategy"),
+    ("key trade-off", "key_tradeoff"),
+    ("graph capture", "graph_capture"),
+    ("scheduling granularity", "scheduling_granularity"),
+    ("fusion boundaries", "fusion_boundaries"),
+    ("data-dependent control", "data_dependent_control"),
+    ("IR stages", "ir_stages"),
+    ("fusion strategy", "fusion_strategy"),
+    ("tiling decision", "tiling_decision"),
+    ("layout propagation", "layout_propagation"),
+    ("alignment constraints", "alignment_constraints"),
     ("KV-cache strategy", "kv_cache_strategy"),
 )
 
@@ -46,8 +53,10 @@ class LandscapeMap:
     rows: tuple[tuple[str, dict[str, str]], ...]  # (row, family -> cell)
 
     def to_dict(self) -> dict:
-        return {"families": [{"family": f, "name": self.names[f], "target": self.targets[f]} for f in self.families],
-                "rows": [{"row": row, **{f: cells[f] for f in self.families}} for row, cells in self.rows]}
+        return {
+            "families": [{"family": f, "name": self.names[f], "target": self.targets[f]} for f in self.families],
+            "rows": [{"row": row, **{f: cells[f] for f in self.families}} for row, cells in self.rows],
+        }
 
     def to_markdown(self) -> str:
         head = "| | " + " | ".join(f"{self.names[f]} ({self.targets[f]})" for f in self.families) + " |"
@@ -65,7 +74,9 @@ def _read_prose(path: Path = MAP_FILE) -> dict[str, dict[str, str]]:
             raise BadTargetFile(path, family, "a table for every family")
         missing, unknown = wanted - set(table), set(table) - wanted
         if missing or unknown:
-            raise BadTargetFile(path, family, f"keys {sorted(wanted)}; missing {sorted(missing)}, unknown {sorted(unknown)}")
+            raise BadTargetFile(
+                path, family, f"keys {sorted(wanted)}; missing {sorted(missing)}, unknown {sorted(unknown)}"
+            )
     return raw
 
 
@@ -78,9 +89,21 @@ def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:
     rows.append(("on-chip capacity", {f: format_bytes(on_chip_bytes(t)) for f, t in targets.items()}))
     off_chip = {f: get_family(f).off_chip(t) for f, t in targets.items()}
     rows.append(("off-chip bandwidth", {f: f"{off_chip[f][0]} {format_rate(off_chip[f][1], 'B/s')}" for f in FAMILIES}))
-    rows.append(("peak FLOP/s (16-bit)", {f: format_rate(t.peak_16bit_flop_per_s, "FLOP/s") for f, t in targets.items()}))
-    rows.append(("peak bandwidth", {f: f"{t.main_memory_level.upper()} {format_rate(t.main_memory_bytes_per_s, 'B/s')}" for f, t in targets.items()}))
+    rows.append(
+        ("peak FLOP/s (16-bit)", {f: format_rate(t.peak_16bit_flop_per_s, "FLOP/s") for f, t in targets.items()})
+    )
+    rows.append(
+        (
+            "peak bandwidth",
+            {
+                f: f"{t.main_memory_level.upper()} {format_rate(t.main_memory_bytes_per_s, 'B/s')}"
+                for f, t in targets.items()
+            },
+        )
+    )
     rows.append(("ridge point", {f: f"{t.ridge_flop_per_byte:,.1f} FLOP/byte" for f, t in targets.items()}))
     if kv_cache:
         rows.append(("KV-cache placement (predicted)", {f: kv_cache.get(f, "-") for f in FAMILIES}))
-    return LandscapeMap(FAMILIES, {f: prose[f]["name"] for f in FAMILIES}, {f: t.name for f, t in targets.items()}, tuple(rows))
+    return LandscapeMap(
+        FAMILIES, {f: prose[f]["name"] for f in FAMILIES}, {f: t.name for f, t in targets.items()}, tuple(rows)
+    )

@@ -47,14 +47,25 @@ def check_without(without: tuple[str, ...], targets: list[Target]) -> None:
     structural = {n for t in targets for n in pass_names(t)} - set(valid)
     for name in without:
         if name in structural:
-            raise UnknownName(f"pass to leave out (--without; {name} builds what costing reads, so there is no plan "
-                              f"without it) on {', '.join(t.name for t in targets)}", name, valid)
+            raise UnknownName(
+                f"pass to leave out (--without; {name} builds what costing reads, so there is no plan "
+                f"without it) on {', '.join(t.name for t in targets)}",
+                name,
+                valid,
+            )
         if name not in valid:
             raise UnknownName(f"pass to leave out (--without) on {', '.join(t.name for t in targets)}", name, valid)
 
 
-def compile_plan(module: Module, target: Target, stop_after: str | None = None, chips: int | None = None,
-                 strict_dtypes: bool = False, without: tuple[str, ...] = (), pipeline: tuple | None = None) -> Plan:
+def compile_plan(
+    module: Module,
+    target: Target,
+    stop_after: str | None = None,
+    chips: int | None = None,
+    strict_dtypes: bool = False,
+    without: tuple[str, ...] = (),
+    pipeline: tuple | None = None,
+) -> Plan:
     """Run the target family's pipeline over the IR: the compiled result, as data.
 
     Args:

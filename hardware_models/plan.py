@@ -52,7 +52,7 @@ class PlannedOp:
     index: int
     op: Op
     instance: str  # the expanded function instance ("main", "main/2:block")
-    repeats: int   # executions per run of the program (layers x loop trips)
+    repeats: int  # executions per run of the program (layers x loop trips)
     # A call without a trip count, inlined (hardware_models/values.py): its callee's instance, and
     # (callee argument, the call's operand) for each argument, both qualified.
     callee: str = ""
@@ -129,11 +129,11 @@ class Tiling:
     steps: int
     block: tuple[int, int]
     cycles_per_step: int = 0  # TPU: cycles per fold with weights double-buffered
-    fill_cycles: int = 0      # TPU: the first weight load and the last fold's fill and drain
-    split_k: int = 1          # GPU: slices of k run as separate thread blocks
+    fill_cycles: int = 0  # TPU: the first weight load and the last fold's fill and drain
+    split_k: int = 1  # GPU: slices of k run as separate thread blocks
     workspace_bytes: int = 0  # GPU: split-K's f32 partials, written and read back
     workspace_level: str = ""  # GPU: the memory level the partials move through
-    candidates: int = 1       # GPU: (tile, split-K) choices costed
+    candidates: int = 1  # GPU: (tile, split-K) choices costed
 
     @property
     def k_slice(self) -> int:
@@ -229,8 +229,8 @@ class Slot:
     unit: str
     start: int
     finish: int
-    busy: int         # cycles the unit computes (the rest of finish - start is waiting on a stream)
-    feed: int         # cycles its operands and results take to stream through memory
+    busy: int  # cycles the unit computes (the rest of finish - start is waiting on a stream)
+    feed: int  # cycles its operands and results take to stream through memory
     increment: int
     padded_flops: int = 0  # the work its unit does, padding included (320 x 320 weight tiles)
 
@@ -313,12 +313,20 @@ class Fold:
     convert_removed: bool = True
 
     def __str__(self) -> str:
-        return (f"{self.op} at {self.where}: operand upcast {self.narrow}->{self.wide} folded, runs in {self.narrow} "
-                f"accumulating in {self.wide} ({self.saved_bytes:,} B at op boundaries no longer move)")
+        return (
+            f"{self.op} at {self.where}: operand upcast {self.narrow}->{self.wide} folded, runs in {self.narrow} "
+            f"accumulating in {self.wide} ({self.saved_bytes:,} B at op boundaries no longer move)"
+        )
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "where": self.where, "from": self.narrow, "to": self.wide,
-                "saved_bytes": self.saved_bytes, "convert_removed": self.convert_removed}
+        return {
+            "op": self.op,
+            "where": self.where,
+            "from": self.narrow,
+            "to": self.wide,
+            "saved_bytes": self.saved_bytes,
+            "convert_removed": self.convert_removed,
+        }
 
 
 @dataclass(frozen=True)
@@ -347,9 +355,11 @@ class AttentionShape:
         return self.query_rows * self.kv_len
 
     def __str__(self) -> str:
-        return (f"{self.stack}: {self.query_rows:,} query rows against {self.kv_heads} KV heads x {self.kv_len:,} tokens, "
-                f"head_dim {self.head_dim}, {self.dtype}; scores ({self.score_elements:,} elements) stay on chip"
-                + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else ""))
+        return (
+            f"{self.stack}: {self.query_rows:,} query rows against {self.kv_heads} KV heads x {self.kv_len:,} tokens, "
+            f"head_dim {self.head_dim}, {self.dtype}; scores ({self.score_elements:,} elements) stay on chip"
+            + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else "")
+        )
 
 
 @dataclass(frozen=True)
@@ -386,10 +396,14 @@ class Plan:
     notes: tuple[str, ...] = ()
     passes: tuple[PassRecord, ...] = ()
     dtypes: tuple[tuple[str, str], ...] = ()  # (element type, the type the target runs it as), from resolve_dtypes
-    flop_factors: tuple[tuple[str, int], ...] = ()  # (element type, native operations per op) of an emulation, from resolve_dtypes
+    flop_factors: tuple[
+        tuple[str, int], ...
+    ] = ()  # (element type, native operations per op) of an emulation, from resolve_dtypes
     strict_dtypes: bool = False  # --strict-dtypes: a type the target lacks is refused, not emulated
     folds: tuple[Fold, ...] = ()  # upcasts compiled away, from fold_upcasts
-    attention: dict[int, AttentionShape] = field(default_factory=dict)  # group id -> fused attention, from fuse_attention
+    attention: dict[int, AttentionShape] = field(
+        default_factory=dict
+    )  # group id -> fused attention, from fuse_attention
 
     def with_(self, **changes) -> Plan:
         return replace(self, **changes)
@@ -402,7 +416,9 @@ class Plan:
         """Native operations per FLOP of `op`: the largest factor of an emulated type among its types
         (20 for f64 run as double-f32 on a chip without f64; resolve_dtypes), else 1."""
         factors = dict(self.flop_factors)
-        return max((factors.get(t.dtype, 1) for t in (*op.operand_types, *op.result_types)), default=1) if factors else 1
+        return (
+            max((factors.get(t.dtype, 1) for t in (*op.operand_types, *op.result_types)), default=1) if factors else 1
+        )
 
     def value_graph(self) -> ValueGraph:
         """Producers, consumers and sizes of the plan's values, at the widths the target runs them as."""
@@ -448,27 +464,43 @@ class Plan:
                     f"      gemm b={s.batch} m={s.m} n={s.n} k={s.k} {s.dtype}: tile {t.tile}{split} padded {t.padded} "
                     f"({t.padding_waste:.1%} waste), {plural(t.units, 'unit')} in {plural(t.steps, 'step')}, reuse block {t.block}"
                     + (f"; chosen of {t.candidates} candidates" if t.candidates > 1 else "")
-                    + (f"; f32 partials {t.workspace_bytes:,} B through {t.workspace_level}" if t.workspace_bytes else "")
+                    + (
+                        f"; f32 partials {t.workspace_bytes:,} B through {t.workspace_level}"
+                        if t.workspace_bytes
+                        else ""
+                    )
                 )
             slot = self.schedule.get(g.id)
             if slot:
-                lines.append(f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})")
+                lines.append(
+                    f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})"
+                )
             for value in self._written_by.get(g.id, ()) if self.sram else ():
                 s = self.sram.get(value)
                 if s:
-                    lines.append(f"      writes {value} to SRAM [{s.offset:,}, {s.offset + s.size:,}) live cycles {s.written}-{s.freed}")
+                    lines.append(
+                        f"      writes {value} to SRAM [{s.offset:,}, {s.offset + s.size:,}) live cycles {s.written}-{s.freed}"
+                    )
             d = self.divisions.get(g.id)
             if d:
-                lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")
+                lines.append(
+                    f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)"
+                )
             for r in self.restickify:
                 if r.group == g.id:
-                    lines.append(f"      restickify {r.value} to the layout this kernel reads" if r.kind == "operand"
-                                 else "      the kernel is a restickify (a transpose of sticks)")
+                    lines.append(
+                        f"      restickify {r.value} to the layout this kernel reads"
+                        if r.kind == "operand"
+                        else "      the kernel is a restickify (a transpose of sticks)"
+                    )
             region = self.regions.get(g.id)
             if region:
                 lines.append(f"      region of {region.pes:,} PEs")
-            inputs = [f"{'g' + str(e.producer) if e.producer >= 0 else 'argument'} {e.sticks} sticks in {e.where}"
-                      for e in self.dataflow if e.consumer == g.id]
+            inputs = [
+                f"{'g' + str(e.producer) if e.producer >= 0 else 'argument'} {e.sticks} sticks in {e.where}"
+                for e in self.dataflow
+                if e.consumer == g.id
+            ]
             if inputs:
                 lines.append(f"      fires on: {'; '.join(inputs)}")
             if g.id in self.attention:
@@ -476,17 +508,24 @@ class Plan:
             for i in g.members:
                 if i in self.in_place_updates:
                     op = self.ops[i]
-                    lines.append(f"      {op.op.short_name} writes {op.operands[self.in_place_updates[i]]} into {op.operands[0]} in place "
-                                 f"(a donated buffer: only the update moves)")
+                    lines.append(
+                        f"      {op.op.short_name} writes {op.operands[self.in_place_updates[i]]} into {op.operands[0]} in place "
+                        f"(a donated buffer: only the update moves)"
+                    )
             p = self.placements.get(g.id)
             if p:
                 moved = ", ".join(f"{level} {n:,} B" for level, n in p.bytes)
-                lines.append(f"      bytes {moved}" + (f"; from on chip: {', '.join(p.resident_inputs)}" if p.resident_inputs else ""))
+                lines.append(
+                    f"      bytes {moved}"
+                    + (f"; from on chip: {', '.join(p.resident_inputs)}" if p.resident_inputs else "")
+                )
         if self.partition:
             p = self.partition
-            lines.append(f"  partition: {plural(p.chips, 'chip')}, {p.tensor_parallel} per layer, {plural(p.stages, 'pipeline stage')} "
-                         f"({format_bytes(p.needed_bytes)} over {format_bytes(p.chip_bytes)} usable per chip)"
-                         + (f"; weights {p.mode}" if p.mode else ""))
+            lines.append(
+                f"  partition: {plural(p.chips, 'chip')}, {p.tensor_parallel} per layer, {plural(p.stages, 'pipeline stage')} "
+                f"({format_bytes(p.needed_bytes)} over {format_bytes(p.chip_bytes)} usable per chip)"
+                + (f"; weights {p.mode}" if p.mode else "")
+            )
         lines += [f"  fold: {f}" for f in self.folds]
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
@@ -494,14 +533,27 @@ class Plan:
     def to_dict(self) -> dict:
         return {
             "target": self.target,
-            **({"partition": {"chips": self.partition.chips, "tensor_parallel": self.partition.tensor_parallel,
-                              "stages": self.partition.stages, "mode": self.partition.mode}} if self.partition else {}),
+            **(
+                {
+                    "partition": {
+                        "chips": self.partition.chips,
+                        "tensor_parallel": self.partition.tensor_parallel,
+                        "stages": self.partition.stages,
+                        "mode": self.partition.mode,
+                    }
+                }
+                if self.partition
+                else {}
+            ),
             "passes": [[p.name, p.groups] for p in self.passes],  # wall times vary: render() shows them
             "notes": list(self.notes),
             **({"folds": [f.to_dict() for f in self.folds]} if self.folds else {}),
             "groups": [
                 {
-                    "id": g.id, "kind": g.kind, "repeats": g.repeats, "scope": scope_of(self, g),
+                    "id": g.id,
+                    "kind": g.kind,
+                    "repeats": g.repeats,
+                    "scope": scope_of(self, g),
                     "ops": [self.ops[i].op.short_name for i in g.members],
                     **({"tiling": _tiling_dict(self.tilings[g.id])} if g.id in self.tilings else {}),
                     **({"bytes": dict(self.placements[g.id].bytes)} if g.id in self.placements else {}),
@@ -514,10 +566,24 @@ class Plan:
 
 def _tiling_dict(t: Tiling) -> dict:
     s = t.shape
-    return {"batch": s.batch, "m": s.m, "n": s.n, "k": s.k, "dtype": s.dtype, "tile": list(t.tile),
-            "padded": list(t.padded), "units": t.units, "steps": t.steps, "block": list(t.block),
-            "padding_waste": t.padding_waste, "split_k": t.split_k, "k_slice": t.k_slice,
-            "workspace_bytes": t.workspace_bytes, "workspace_level": t.workspace_level, "candidates": t.candidates}
+    return {
+        "batch": s.batch,
+        "m": s.m,
+        "n": s.n,
+        "k": s.k,
+        "dtype": s.dtype,
+        "tile": list(t.tile),
+        "padded": list(t.padded),
+        "units": t.units,
+        "steps": t.steps,
+        "block": list(t.block),
+        "padding_waste": t.padding_waste,
+        "split_k": t.split_k,
+        "k_slice": t.k_slice,
+        "workspace_bytes": t.workspace_bytes,
+        "workspace_level": t.workspace_level,
+        "candidates": t.candidates,
+    }
 
 
 def scope_of(plan: Plan, group: Group) -> str:
@@ -550,4 +616,3 @@ def gemm_shape(op: Op, runs_as: str) -> GemmShape:
     shape = GemmShape(groups, m, n, k, runs_as)
     assert shape.flops == contraction_flops(op), "implicit GEMM must keep the convolution's FLOPs"
     return shape
-

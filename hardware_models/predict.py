@@ -110,24 +110,58 @@ class Prediction:
     def to_dict(self) -> dict:
         def summary(est: Estimate) -> dict:
             d = est.to_dict()
-            return {k: d[k] for k in ("total_time_s", "compute_s", "memory_s", "schedule_s", "bytes", "bottleneck_counts", "kernels", "notes")}
+            return {
+                k: d[k]
+                for k in (
+                    "total_time_s",
+                    "compute_s",
+                    "memory_s",
+                    "schedule_s",
+                    "bytes",
+                    "bottleneck_counts",
+                    "kernels",
+                    "notes",
+                )
+            }
 
         return {
-            "model": self.model, "target": self.target, "batch": self.batch, "input_len": self.input_len,
-            "output_len": self.output_len, "chips": self.chips, "chip_unit": self.chip_unit, "ttft_s": self.ttft_s,
+            "model": self.model,
+            "target": self.target,
+            "batch": self.batch,
+            "input_len": self.input_len,
+            "output_len": self.output_len,
+            "chips": self.chips,
+            "chip_unit": self.chip_unit,
+            "ttft_s": self.ttft_s,
             "decode_step_s": self.decode_step_s,
-            "decode_total_s": self.decode_total_s, "decode_steps": self.decode_steps, "e2e_latency_s": self.e2e_latency_s,
+            "decode_total_s": self.decode_total_s,
+            "decode_steps": self.decode_steps,
+            "e2e_latency_s": self.e2e_latency_s,
             "decode_step_at": [{"cache_len": n, "step_s": t} for n, t in self.steps],
-            "tokens_per_s_per_user": self.tokens_per_s_per_user, "throughput_tokens_per_s": self.throughput_tokens_per_s,
-            "kv_cache_bytes": self.kv_cache_bytes, "kv_cache_location": self.kv_cache_location, "bottleneck": self.bottleneck,
+            "tokens_per_s_per_user": self.tokens_per_s_per_user,
+            "throughput_tokens_per_s": self.throughput_tokens_per_s,
+            "kv_cache_bytes": self.kv_cache_bytes,
+            "kv_cache_location": self.kv_cache_location,
+            "bottleneck": self.bottleneck,
             **({"batch_note": self.batch_note} if self.batch_note else {}),
-            "prefill": summary(self.prefill), "decode": summary(self.decode),
+            "prefill": summary(self.prefill),
+            "decode": summary(self.decode),
         }
 
 
-def predict_inference(prefill: Module, decode: Module | Sequence[tuple[int, Module]], target: Target, *, model: str,
-                      batch: int, input_len: int, output_len: int, kv_cache_bytes: int, chips: int | None = None,
-                      batch_note: str = "") -> Prediction:
+def predict_inference(
+    prefill: Module,
+    decode: Module | Sequence[tuple[int, Module]],
+    target: Target,
+    *,
+    model: str,
+    batch: int,
+    input_len: int,
+    output_len: int,
+    kv_cache_bytes: int,
+    chips: int | None = None,
+    batch_note: str = "",
+) -> Prediction:
     """Serve-time prediction from the lowered graphs of one model (see module doc).
 
     Args:
@@ -146,14 +180,32 @@ def predict_inference(prefill: Module, decode: Module | Sequence[tuple[int, Modu
     used = last_plan.partition.chips if last_plan.partition else 1
     same = used if last_plan.partition else chips
     last_est = estimate(last, target, f"{model} decode", last_plan)
-    steps = [(length, estimate(module, target, "", compile_plan(module, target, chips=same)).total.time_s)
-             for length, module in graphs[:-1]] + [(last_len, last_est.total.time_s)]
+    steps = [
+        (length, estimate(module, target, "", compile_plan(module, target, chips=same)).total.time_s)
+        for length, module in graphs[:-1]
+    ] + [(last_len, last_est.total.time_s)]
     prefill_est = estimate(prefill, target, f"{model} prefill", compile_plan(prefill, target, chips=same))
     total = integrate_steps(steps, input_len + 1, input_len + output_len - 1) if output_len > 1 else 0.0
     unit = target.family_record.chip_unit  # what --chips counts
     location = target.main_memory_level + (f" across {used} {unit}s" if used > 1 else "")
-    return Prediction(model, target.name, batch, input_len, output_len, used, prefill_est.total.time_s, total,
-                      tuple(steps), kv_cache_bytes, location, last_est.bottleneck, prefill_est, last_est, batch_note, unit)
+    return Prediction(
+        model,
+        target.name,
+        batch,
+        input_len,
+        output_len,
+        used,
+        prefill_est.total.time_s,
+        total,
+        tuple(steps),
+        kv_cache_bytes,
+        location,
+        last_est.bottleneck,
+        prefill_est,
+        last_est,
+        batch_note,
+        unit,
+    )
 
 
 # A serving engine's largest batch, a runtime choice: TensorRT-LLM's default max_batch_size (its
@@ -181,22 +233,34 @@ def max_batch(target: Target, chips: int, weight_bytes: int, sequence_bytes: int
 
     unit = target.family_record.chip_unit
     if target.level("main").on_chip:
-        raise InvalidShape(target.name, "batch", "max", f"{target.name} holds weights and cache in on-chip SRAM, where the "
-                           f"partition is sized to the batch ({unit}s are added as it grows), so no batch is the "
-                           "largest; give --batch N, an integer >= 1")
+        raise InvalidShape(
+            target.name,
+            "batch",
+            "max",
+            f"{target.name} holds weights and cache in on-chip SRAM, where the "
+            f"partition is sized to the batch ({unit}s are added as it grows), so no batch is the "
+            "largest; give --batch N, an integer >= 1",
+        )
     top, bottom = kv_share(chips, kv_heads)
     room = int(target.usable_main_memory_bytes) - ceil_div(weight_bytes, chips)
     per_sequence = max(1, ceil_div(sequence_bytes * top, bottom))
     fits = room // per_sequence if room > 0 else 0
     if fits < 1:
-        raise InvalidShape(target.name, "batch", "max", f"the weights ({format_bytes(weight_bytes)}) leave "
-                           f"{format_bytes(max(room, 0))} a chip on {plural(chips, unit)}, less than one sequence's "
-                           f"cache share ({format_bytes(per_sequence)}); give more --chips")
+        raise InvalidShape(
+            target.name,
+            "batch",
+            "max",
+            f"the weights ({format_bytes(weight_bytes)}) leave "
+            f"{format_bytes(max(room, 0))} a chip on {plural(chips, unit)}, less than one sequence's "
+            f"cache share ({format_bytes(per_sequence)}); give more --chips",
+        )
     batch = min(ENGINE_MAX_BATCH, fits)
     share = "all of it on each chip" if top == bottom else f"{top}/{bottom} of it a chip"
-    why = (f"--batch max: {fits:,} sequences' caches ({format_bytes(sequence_bytes)} each, {share}) fit "
-           f"beside the weights ({format_bytes(weight_bytes)}) on {plural(chips, unit)}"
-           + (f"; capped at the engine maximum {ENGINE_MAX_BATCH}" if fits > ENGINE_MAX_BATCH else ""))
+    why = (
+        f"--batch max: {fits:,} sequences' caches ({format_bytes(sequence_bytes)} each, {share}) fit "
+        f"beside the weights ({format_bytes(weight_bytes)}) on {plural(chips, unit)}"
+        + (f"; capped at the engine maximum {ENGINE_MAX_BATCH}" if fits > ENGINE_MAX_BATCH else "")
+    )
     return batch, why
 
 
@@ -209,8 +273,15 @@ def fewest_chips(target: Target, weight_bytes: int, sequence_bytes: int, kv_head
     from reference.errors import InvalidShape
     from reference.units import format_bytes
 
-    chips = fewest(weight_bytes + sequence_bytes, sequence_bytes, kv_heads, max(1, int(target.usable_main_memory_bytes)))
+    chips = fewest(
+        weight_bytes + sequence_bytes, sequence_bytes, kv_heads, max(1, int(target.usable_main_memory_bytes))
+    )
     if chips is None:
-        raise InvalidShape(target.name, "batch", "max", f"one sequence's cache ({format_bytes(sequence_bytes)}) does not fit "
-                           f"over its {kv_heads} KV heads; give shorter --input-len and --output-len")
+        raise InvalidShape(
+            target.name,
+            "batch",
+            "max",
+            f"one sequence's cache ({format_bytes(sequence_bytes)}) does not fit "
+            f"over its {kv_heads} KV heads; give shorter --input-len and --output-len",
+        )
     return chips

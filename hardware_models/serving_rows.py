@@ -36,19 +36,33 @@ class ServingRow:
     model: str
     target: str
     chips: int | None  # None: not stated, the fewest that hold the model
-    batch: int | str   # "max": the engine's maximum load
+    batch: int | str  # "max": the engine's maximum load
     input_len: int
     output_len: int
     precision: str
-    metric: str        # per_gpu, throughput, per_user, ttft
+    metric: str  # per_gpu, throughput, per_user, ttft
     published: float
     not_comparable: str = ""  # why the row cannot be compared one-to-one, or ""
     note: str = ""  # an ambiguity in a comparable row, and how it was read
 
     def predict_args(self) -> list[str]:
         """The `landscape predict` arguments that serve this row (with --json)."""
-        args = ["predict", "--model", self.model, "--target", self.target, "--batch", str(self.batch),
-                "--input-len", str(self.input_len), "--output-len", str(self.output_len), "--precision", self.precision, "--json"]
+        args = [
+            "predict",
+            "--model",
+            self.model,
+            "--target",
+            self.target,
+            "--batch",
+            str(self.batch),
+            "--input-len",
+            str(self.input_len),
+            "--output-len",
+            str(self.output_len),
+            "--precision",
+            self.precision,
+            "--json",
+        ]
         return args + (["--chips", str(self.chips)] if self.chips else [])
 
     def figure(self, prediction: dict) -> float:
@@ -66,9 +80,20 @@ _UNKNOWN_H100 = "vendor-cited figure of an unnamed H100 cloud instance: chips, p
 ROWS = (
     ServingRow("G10", "llama-2-70b", "h100", 2, 1024, 128, 128, "fp8", "per_gpu", 2657),
     ServingRow("G11", "llama-2-70b", "h100", 2, 64, 2048, 2048, "fp8", "per_gpu", 547),
-    ServingRow("G13", "llama-2-70b", "a100", 4, 1280, 128, 128, "fp16", "per_gpu", 670,
-               note="the header 'Throughput (out tok/s)' does not say per GPU or total; read per GPU, as G10 and G11 "
-                    "of the same document and table layout are (as a total, the prediction would be 3.8x the figure)"),
+    ServingRow(
+        "G13",
+        "llama-2-70b",
+        "a100",
+        4,
+        1280,
+        128,
+        128,
+        "fp16",
+        "per_gpu",
+        670,
+        note="the header 'Throughput (out tok/s)' does not say per GPU or total; read per GPU, as G10 and G11 "
+        "of the same document and table layout are (as a total, the prediction would be 3.8x the figure)",
+    ),
     ServingRow("G15", "llama-2-13b", "h200", 1, 1024, 128, 128, "fp8", "per_gpu", 11819),
     ServingRow("G16", "llama-3.1-8b", "h100", 1, "max", 128, 128, "fp8", "throughput", 28312),
     ServingRow("G17", "llama-3.1-8b", "h200", 1, "max", 128, 2048, "fp8", "throughput", 26221),
@@ -77,17 +102,63 @@ ROWS = (
     ServingRow("G20", "llama-3.1-70b", "h100", 2, "max", 128, 2048, "fp8", "throughput", 6651),
     ServingRow("G21", "llama-3.1-405b", "h200", 8, "max", 128, 2048, "fp8", "throughput", 5348),
     ServingRow("G22", "llama-3.1-405b", "h100", 8, "max", 128, 2048, "fp8", "throughput", 4340),
-    ServingRow("G37", "llama-3.1-70b", "h100", 8, 64, 128, 8, "bf16", "throughput", 1077.84,
-               "precision and the metric's definition not stated (bf16 and end-to-end throughput assumed)"),
+    ServingRow(
+        "G37",
+        "llama-3.1-70b",
+        "h100",
+        8,
+        64,
+        128,
+        8,
+        "bf16",
+        "throughput",
+        1077.84,
+        "precision and the metric's definition not stated (bf16 and end-to-end throughput assumed)",
+    ),
     ServingRow("G42", "llama-3.1-8b", "h100", None, 1, ASSUMED_IN, ASSUMED_OUT, "bf16", "per_user", 242, _UNKNOWN_H100),
-    ServingRow("G43", "llama-3.1-70b", "h100", None, 1, ASSUMED_IN, ASSUMED_OUT, "bf16", "per_user", 128, _UNKNOWN_H100),
-    ServingRow("C03", "llama-3.1-70b", "wse-3", None, 1, ASSUMED_IN, ASSUMED_OUT, "bf16", "per_user", 2100,
-               "speculative decoding (the Oct-2024 update), from secondary sources; 4 CS-3s by those sources, where "
-               "the wafer partition here needs 5 for the 16-bit weights (so the fewest that hold them are used)"),
-    ServingRow("C05", "llama-3.1-405b", "wse-3", None, 1, ASSUMED_IN, 1, "bf16", "ttft", 0.24,
-               "chip count and prompt length not stated (a 1000-token prompt assumed)"),
-    ServingRow("Q04", "llama-2-70b", "groq-lpu", None, 1, ASSUMED_IN, ASSUMED_OUT, "bf16", "per_user", 100,
-               "an earlier software release (Aug 2023 demo); chips and precision not stated"),
+    ServingRow(
+        "G43", "llama-3.1-70b", "h100", None, 1, ASSUMED_IN, ASSUMED_OUT, "bf16", "per_user", 128, _UNKNOWN_H100
+    ),
+    ServingRow(
+        "C03",
+        "llama-3.1-70b",
+        "wse-3",
+        None,
+        1,
+        ASSUMED_IN,
+        ASSUMED_OUT,
+        "bf16",
+        "per_user",
+        2100,
+        "speculative decoding (the Oct-2024 update), from secondary sources; 4 CS-3s by those sources, where "
+        "the wafer partition here needs 5 for the 16-bit weights (so the fewest that hold them are used)",
+    ),
+    ServingRow(
+        "C05",
+        "llama-3.1-405b",
+        "wse-3",
+        None,
+        1,
+        ASSUMED_IN,
+        1,
+        "bf16",
+        "ttft",
+        0.24,
+        "chip count and prompt length not stated (a 1000-token prompt assumed)",
+    ),
+    ServingRow(
+        "Q04",
+        "llama-2-70b",
+        "groq-lpu",
+        None,
+        1,
+        ASSUMED_IN,
+        ASSUMED_OUT,
+        "bf16",
+        "per_user",
+        100,
+        "an earlier software release (Aug 2023 demo); chips and precision not stated",
+    ),
     ServingRow("T02", "llama-3.1-8b", "tpu-v5e", 8, 256, 1024, 1024, "int8", "throughput", 10873),
     ServingRow("T04", "llama-2-7b", "tpu-v5e", 8, 96, 1024, 1024, "int8", "throughput", 4783),
 )

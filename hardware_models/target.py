@@ -206,10 +206,23 @@ class Target:
             "ridge_flop_per_byte": self.ridge_flop_per_byte,
             "native_dtypes": list(self.native_dtypes),
             "emulated_dtypes": dict(self.emulated_dtypes),
-            "levels": [{"name": lv.name, "role": lv.role, "per": lv.per, "keeps_producer_output": lv.keeps_producer_output,
-                        "on_chip": lv.on_chip} for lv in self.levels],
+            "levels": [
+                {
+                    "name": lv.name,
+                    "role": lv.role,
+                    "per": lv.per,
+                    "keeps_producer_output": lv.keeps_producer_output,
+                    "on_chip": lv.on_chip,
+                }
+                for lv in self.levels
+            ],
             "quantities": {
-                k: {"value": q.value, "source": q.source, **({"note": q.note} if q.note else {}), **({"derivation": q.derivation} if q.derivation else {})}
+                k: {
+                    "value": q.value,
+                    "source": q.source,
+                    **({"note": q.note} if q.note else {}),
+                    **({"derivation": q.derivation} if q.derivation else {}),
+                }
                 for k, q in sorted(self.quantities.items())
             },
         }
@@ -239,7 +252,7 @@ COUNT_OVERRIDE_FACTOR = 1024
 
 
 def domain(key: str) -> str:
-    """"fraction", "count", "size" or "positive": the values a quantity may take (see above)."""
+    """ "fraction", "count", "size" or "positive": the values a quantity may take (see above)."""
     name = key.rsplit(".", 1)[-1]
     if name.endswith("_fraction") or name.endswith("efficiency"):
         return "fraction"
@@ -282,7 +295,9 @@ def override_problem(key: str, value: float, own: float) -> str | None:
         return None
     lo, hi = max(1, math.ceil(own / COUNT_OVERRIDE_FACTOR)), own * COUNT_OVERRIDE_FACTOR
     if not lo <= value <= hi:
-        return f"a count within {COUNT_OVERRIDE_FACTOR}x of this target's {own:g} lies in [{lo:g}, {hi:g}], got {value:g}"
+        return (
+            f"a count within {COUNT_OVERRIDE_FACTOR}x of this target's {own:g} lies in [{lo:g}, {hi:g}], got {value:g}"
+        )
     return None
 
 
@@ -338,7 +353,9 @@ def load_target_file(path: Path) -> Target:
             continue
         allowed = family.schema.get(section, ()) + family.optional.get(section, ())
         if not isinstance(table, dict) or not allowed:
-            raise BadTargetFile(path, section, f"unknown section; valid: {', '.join(sorted([*family.schema, 'levels', 'dtypes']))}")
+            raise BadTargetFile(
+                path, section, f"unknown section; valid: {', '.join(sorted([*family.schema, 'levels', 'dtypes']))}"
+            )
         for key, value in table.items():
             if key not in allowed:
                 raise BadTargetFile(path, f"{section}.{key}", f"unknown key; valid: {', '.join(allowed)}")
@@ -356,7 +373,9 @@ def load_target_file(path: Path) -> Target:
 def _levels(path: Path, table: object, family, quantities: dict) -> tuple[Level, ...]:
     """The [levels.NAME] tables, in file order; their quantities go into `quantities`."""
     if not isinstance(table, dict) or not table:
-        raise BadTargetFile(path, "levels", f"a [levels.NAME] table per memory level; this family needs {', '.join(family.levels)}")
+        raise BadTargetFile(
+            path, "levels", f"a [levels.NAME] table per memory level; this family needs {', '.join(family.levels)}"
+        )
     levels = []
     for name, raw in table.items():
         if not isinstance(raw, dict):
@@ -368,23 +387,33 @@ def _levels(path: Path, table: object, family, quantities: dict) -> tuple[Level,
             if key in LEVEL_FIELDS:
                 continue
             if key not in LEVEL_QUANTITIES:
-                raise BadTargetFile(path, f"levels.{name}.{key}", f"unknown key; valid: {', '.join(sorted(LEVEL_FIELDS) + list(LEVEL_QUANTITIES))}")
+                raise BadTargetFile(
+                    path,
+                    f"levels.{name}.{key}",
+                    f"unknown key; valid: {', '.join(sorted(LEVEL_FIELDS) + list(LEVEL_QUANTITIES))}",
+                )
             quantities[f"levels.{name}.{key}"] = _quantity(path, f"levels.{name}.{key}", value)
         for flag in ("keeps_producer_output", "on_chip"):
             if flag in raw and not isinstance(raw[flag], bool):
                 raise BadTargetFile(path, f"levels.{name}.{flag}", f"true or false, got {raw[flag]!r}")
         per = raw.get("per", "")
         if not isinstance(per, str):
-            raise BadTargetFile(path, f"levels.{name}.per", f"a chip key such as \"chip.cores\", got {per!r}")
+            raise BadTargetFile(path, f"levels.{name}.per", f'a chip key such as "chip.cores", got {per!r}')
         level = Level(name, role, per, raw.get("keeps_producer_output", False), raw.get("on_chip", role != "main"))
         if level.keeps_producer_output and f"levels.{name}.resident_fraction" not in quantities:
-            raise BadTargetFile(path, f"levels.{name}.resident_fraction", "missing: a level that keeps a producer's output says how much of it")
+            raise BadTargetFile(
+                path,
+                f"levels.{name}.resident_fraction",
+                "missing: a level that keeps a producer's output says how much of it",
+            )
         levels.append(level)
     if [lv.role for lv in levels].count("main") != 1:
-        raise BadTargetFile(path, "levels", "exactly one level has role = \"main\"")
+        raise BadTargetFile(path, "levels", 'exactly one level has role = "main"')
     for name, keys in family.levels.items():
         if name not in table:
-            raise BadTargetFile(path, f"levels.{name}", f"missing; the {family.name} family needs {', '.join(family.levels)}")
+            raise BadTargetFile(
+                path, f"levels.{name}", f"missing; the {family.name} family needs {', '.join(family.levels)}"
+            )
         for key in keys:
             if f"levels.{name}.{key}" not in quantities:
                 raise BadTargetFile(path, f"levels.{name}.{key}", "missing")
@@ -432,8 +461,12 @@ def get_target(name: str) -> Target:
     if name.endswith(".toml") or "/" in name or os.sep in name:
         path = Path(name)
         if not path.is_file():
-            raise BadTargetFile(path, None, f"{'is a folder' if path.is_dir() else 'no such file'}; give a target "
-                                f"file (.toml) or a packaged target: {', '.join(load_targets())}")
+            raise BadTargetFile(
+                path,
+                None,
+                f"{'is a folder' if path.is_dir() else 'no such file'}; give a target "
+                f"file (.toml) or a packaged target: {', '.join(load_targets())}",
+            )
         return load_target_file(path)
     targets = load_targets()
     if name not in targets:

@@ -69,8 +69,11 @@ def chrome_trace(plan: Plan, target: Target) -> dict:
     clock = target["chip.clock_hz"]
     partition = plan.partition
     events = _per_chip(plan, target) if partition and partition.chips > 1 else _per_instance(plan, clock)
-    return {"traceEvents": events, "displayTimeUnit": "ms",
-            "otherData": {"target": target.name, "clock_hz": clock, "ts_unit": "us"}}
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ms",
+        "otherData": {"target": target.name, "clock_hz": clock, "ts_unit": "us"},
+    }
 
 
 def _us(cycles: float, clock: float) -> float:
@@ -84,17 +87,34 @@ def _drawn(slot: Slot) -> int:
 
 def _op_event(plan: Plan, group: Group, slot: Slot, pid: int, tid: int, at: int, clock: float, **extra) -> dict:
     return {
-        "ph": "X", "name": "+".join(plan.ops[i].op.short_name for i in group.members), "cat": group.kind,
-        "pid": pid, "tid": tid, "ts": _us(at, clock), "dur": _us(_drawn(slot), clock),
-        "args": {"group": group.id, "start_cycle": slot.start, "finish_cycle": slot.finish, "busy_cycles": slot.busy,
-                 "repeats": group.repeats, "trace_cycle": at, **extra},
+        "ph": "X",
+        "name": "+".join(plan.ops[i].op.short_name for i in group.members),
+        "cat": group.kind,
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(at, clock),
+        "dur": _us(_drawn(slot), clock),
+        "args": {
+            "group": group.id,
+            "start_cycle": slot.start,
+            "finish_cycle": slot.finish,
+            "busy_cycles": slot.busy,
+            "repeats": group.repeats,
+            "trace_cycle": at,
+            **extra,
+        },
     }
 
 
 def _metadata(pid: int, name: str, threads: list[str]) -> list[dict]:
-    events = [{"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
-              {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}}]
-    events += [{"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": unit}} for tid, unit in enumerate(threads)]
+    events = [
+        {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": name}},
+        {"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}},
+    ]
+    events += [
+        {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": unit}}
+        for tid, unit in enumerate(threads)
+    ]
     return events
 
 
@@ -156,10 +176,18 @@ def _segments(plan: Plan, all_reduces: int) -> list[_Segment]:
     groups = [g for g in plan.groups if g.id in plan.schedule]
     call = _layer_call(plan)
     if call is None:  # no layer call: the scheduled kernels in program order, split over the stages
-        parts = [[g for j, g in enumerate(groups) if j * stages // len(groups) == s] for s in range(stages)] if groups else []
-        return [_Segment(s, f"groups {part[0].id}-{part[-1].id}", _pieces(plan, part), None, _share(all_reduces, s, stages))
-                for s, part in enumerate(parts) if part]
+        parts = (
+            [[g for j, g in enumerate(groups) if j * stages // len(groups) == s] for s in range(stages)]
+            if groups
+            else []
+        )
+        return [
+            _Segment(s, f"groups {part[0].id}-{part[-1].id}", _pieces(plan, part), None, _share(all_reduces, s, stages))
+            for s, part in enumerate(parts)
+            if part
+        ]
     index, block = call
+
     def in_block(g: Group) -> bool:
         return g.instance == block or g.instance.startswith(block + "/")
 
@@ -169,7 +197,9 @@ def _segments(plan: Plan, all_reduces: int) -> list[_Segment]:
     layers = max(p.layers, 1)
     segments = [_Segment(0, "main", _pieces(plan, before))] if before else []
     pieces = _pieces(plan, inside)
-    segments += [_Segment(i * stages // layers, block, pieces, i, _share(all_reduces, i, layers)) for i in range(layers)]
+    segments += [
+        _Segment(i * stages // layers, block, pieces, i, _share(all_reduces, i, layers)) for i in range(layers)
+    ]
     segments += [_Segment(stages - 1, "main", _pieces(plan, after))] if after else []
     return segments
 
@@ -193,10 +223,12 @@ def _holds(segments: list[_Segment]) -> dict[int, str]:
             held[-1][2] = seg.layer
         else:
             held.append([seg.label, seg.layer, seg.layer])
+
     def text(label, first, last) -> str:
         if first is None:
             return label
         return f"{label} layer {first}" if first == last else f"{label} layers {first}-{last}"
+
     return {stage: ", ".join(text(*h) for h in held) for stage, held in parts.items()}
 
 
@@ -223,10 +255,23 @@ def _per_chip(plan: Plan, target: Target) -> list[dict]:
             events += _metadata(chip, f"chip {chip} (stage {stage}{share}): {what}", threads)
 
     def transfer(group: Group, pid: int, at: int, cycles: int, **extra) -> dict:
-        return {"ph": "X", "name": group.label, "cat": "transfer", "pid": pid, "tid": threads.index(C2C),
-                "ts": _us(at, clock), "dur": _us(max(cycles, 1), clock),
-                "args": {"group": group.id, "cycles": cycles, "bytes": p.hidden_bytes, "repeats": group.repeats,
-                         "trace_cycle": at, **extra}}
+        return {
+            "ph": "X",
+            "name": group.label,
+            "cat": "transfer",
+            "pid": pid,
+            "tid": threads.index(C2C),
+            "ts": _us(at, clock),
+            "dur": _us(max(cycles, 1), clock),
+            "args": {
+                "group": group.id,
+                "cycles": cycles,
+                "bytes": p.hidden_bytes,
+                "repeats": group.repeats,
+                "trace_cycle": at,
+                **extra,
+            },
+        }
 
     cursor, stage = 0, 0
 
@@ -246,12 +291,23 @@ def _per_chip(plan: Plan, target: Target) -> list[dict]:
             for chip in chips_of(stage):
                 for g, slot in zip(piece, slots):
                     extra = {"chip": chip, "stage": stage, **({"layer": seg.layer} if seg.layer is not None else {})}
-                    events.append(_op_event(plan, g, slot, chip, units.index(slot.unit), offset + slot.start, clock, **extra))
+                    events.append(
+                        _op_event(plan, g, slot, chip, units.index(slot.unit), offset + slot.start, clock, **extra)
+                    )
             cursor = offset + max(s.start + _drawn(s) for s in slots)
         for _ in range(seg.all_reduces):
             for chip in chips_of(stage):
-                events.append(transfer(reduce_group, chip, cursor, reduce, chip=chip, stage=stage,
-                                       **({"layer": seg.layer} if seg.layer is not None else {})))
+                events.append(
+                    transfer(
+                        reduce_group,
+                        chip,
+                        cursor,
+                        reduce,
+                        chip=chip,
+                        stage=stage,
+                        **({"layer": seg.layer} if seg.layer is not None else {}),
+                    )
+                )
             cursor += reduce
     hop_to(stages - 1)  # the cost counts a hop at every stage boundary: the pass ends on the last stage
     return events

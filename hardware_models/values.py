@@ -27,8 +27,16 @@ if TYPE_CHECKING:
 
 # Ops that only rename or re-view a value: no kernel, no bytes; a read through one reads the
 # value underneath it (a broadcast bias is read at its own size).
-VIEWS = {"reshape", "broadcast_in_dim", "broadcast", "bitcast_convert", "optimization_barrier", "get_tuple_element", "tuple",
-         "folded_convert"}  # an upcast fold_upcasts folded into the contraction that read it
+VIEWS = {
+    "reshape",
+    "broadcast_in_dim",
+    "broadcast",
+    "bitcast_convert",
+    "optimization_barrier",
+    "get_tuple_element",
+    "tuple",
+    "folded_convert",
+}  # an upcast fold_upcasts folded into the contraction that read it
 FREE = {"constant", "return", "call", "while"}
 FALLBACK_OPS = {"custom_call"}  # besides ops the importer does not know
 
@@ -45,15 +53,19 @@ def constant_values(ops: tuple[PlannedOp, ...], fold_iota: bool = True) -> set[s
         if not p.op.known:  # an opaque op is a host fallback, never folded at compile time
             continue
         if p.op.short_name in sources or (
-                p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")):
+            p.operands and all(v in constant for v in p.operands) and p.op.short_name not in ("call", "while", "return")
+        ):
             constant.update(p.results)
     return constant
 
 
 def is_kernel_op(p: PlannedOp, graph: ValueGraph) -> bool:
     """Ops that do work in a kernel (not views, constants, returns, calls or loops)."""
-    return not (p.op.known and p.op.short_name in VIEWS | FREE) and p.index not in graph.layout_views \
+    return (
+        not (p.op.known and p.op.short_name in VIEWS | FREE)
+        and p.index not in graph.layout_views
         and p.index not in graph.offset_views
+    )
 
 
 def is_fallback_op(p: PlannedOp) -> bool:
@@ -81,8 +93,12 @@ def update_operand(op: Op) -> int | None:
         return 1
     if op.short_name == "scatter" and len(op.operands) == 3 and op.regions:
         body = op.regions[0]
-        if len(body.ops) == 1 and body.ops[0].short_name == "return" and len(body.args) == 2 \
-                and body.ops[0].operands == (body.args[1][0],):
+        if (
+            len(body.ops) == 1
+            and body.ops[0].short_name == "return"
+            and len(body.args) == 2
+            and body.ops[0].operands == (body.args[1][0],)
+        ):
             return 2
     return None
 
@@ -138,7 +154,7 @@ class ValueGraph:
         for p in ops:
             if p.op.short_name == "call" and p.op.callee and not p.callee and p.index + 1 < len(ops):
                 child = ops[p.index + 1].instance  # expand_workload puts the callee's ops right after the call
-                ret = next((q for q in ops[p.index + 1:] if q.instance == child and q.op.short_name == "return"), None)
+                ret = next((q for q in ops[p.index + 1 :] if q.instance == child and q.op.short_name == "return"), None)
                 if ret is None or not child.startswith(p.instance + "/"):
                     continue
                 for value, result in zip(ret.operands, p.results):
@@ -161,7 +177,11 @@ class ValueGraph:
             buffer = p.operands[0]
             root = self.root(buffer)
             made_by = ops[self.producer[root]].op.short_name if root in self.producer else None
-            if self.consumers.get(buffer) != [p.index] or self.users(root) != [p.index] or made_by in ("constant", "iota"):
+            if (
+                self.consumers.get(buffer) != [p.index]
+                or self.users(root) != [p.index]
+                or made_by in ("constant", "iota")
+            ):
                 continue
             self.in_place[p.results[0]] = p.operands[position]
             self.alias[p.results[0]] = buffer
@@ -290,5 +310,7 @@ def group_work(plan: Plan, module: Module, group: Group) -> Work:
         factor = plan.flop_factor(p.op)  # an emulated type's native operations per op (resolve_dtypes)
         flops, trans, moved = flops + cost.flops * factor, trans + cost.transcendentals, moved + cost.bytes_accessed
     first = plan.ops[group.members[0]].op if group.members else None
-    contraction = contraction_flops(first) * plan.flop_factor(first) if group.kind == "contraction" and first is not None else 0
+    contraction = (
+        contraction_flops(first) * plan.flop_factor(first) if group.kind == "contraction" and first is not None else 0
+    )
     return Work(flops, trans, moved, contraction)

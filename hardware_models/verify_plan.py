@@ -76,8 +76,10 @@ def _problems(plan: Plan, target: Target, before: Plan | None):
                 graph = plan.value_graph()
                 producer = {v: g for g in plan.groups for v in group_outputs(plan, graph, g)}
             # a chip of a tensor-parallel partition holds its share of a sharded kernel's output
-            kept = sum(ceil_div(graph.nbytes(v), shard_factor(plan, producer[v]) if v in producer else 1)
-                       for v in placement.resident_inputs)
+            kept = sum(
+                ceil_div(graph.nbytes(v), shard_factor(plan, producer[v]) if v in producer else 1)
+                for v in placement.resident_inputs
+            )
             if kept > capacity:
                 yield f"g{gid} keeps {kept:,} B on chip, over the {capacity:,.0f} B of {', '.join(lv.name for lv in on_chip)}"
     p = plan.partition

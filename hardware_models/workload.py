@@ -33,9 +33,17 @@ def expand_workload(module: Module) -> tuple[tuple[PlannedOp, ...], tuple[str, .
             short = op.short_name
             if short == "call" and op.known and op.callee:  # an unknown dialect's "foo.call" stays opaque
                 child = f"{instance}/{position}:{op.callee}"
-                binds = () if op.trip_count else tuple(
-                    (f"{child}{name}", f"{instance}{operand}") for (name, _), operand in zip(module.function(op.callee).args, op.operands))
-                planned.append(PlannedOp(len(planned), op, instance, repeats, child if not op.trip_count else "", binds))
+                binds = (
+                    ()
+                    if op.trip_count
+                    else tuple(
+                        (f"{child}{name}", f"{instance}{operand}")
+                        for (name, _), operand in zip(module.function(op.callee).args, op.operands)
+                    )
+                )
+                planned.append(
+                    PlannedOp(len(planned), op, instance, repeats, child if not op.trip_count else "", binds)
+                )
                 walk(module.function(op.callee).ops, child, repeats * (op.trip_count or 1))
             elif short == "while" and op.known:
                 planned.append(PlannedOp(len(planned), op, instance, repeats))
@@ -66,12 +74,21 @@ def materialize_returned_arguments(module: Module, planned: tuple[PlannedOp, ...
     for i, value in enumerate(dict.fromkeys(returned)):
         typ = dict(module.main.args)[value]
         result = f"%landscape.copy{i}"
-        copies.append(PlannedOp(last.index + i, Op("stablehlo.copy", (result,), (typ,), (value,), (typ,), origin=last.op.origin), "main", 1))
+        copies.append(
+            PlannedOp(
+                last.index + i,
+                Op("stablehlo.copy", (result,), (typ,), (value,), (typ,), origin=last.op.origin),
+                "main",
+                1,
+            )
+        )
         renamed[value] = result
     ret = dataclasses.replace(last.op, operands=tuple(renamed.get(v, v) for v in last.op.operands))
     tail = PlannedOp(last.index + len(copies), ret, "main", 1)
-    note = (f"{len(copies)} returned argument{'s' if len(copies) > 1 else ''} ({', '.join(renamed)}) written out as a copy: "
-            "the program's output is a new buffer")
+    note = (
+        f"{len(copies)} returned argument{'s' if len(copies) > 1 else ''} ({', '.join(renamed)}) written out as a copy: "
+        "the program's output is a new buffer"
+    )
     return (*planned[:-1], *copies, tail), (*notes, note)
 
 
@@ -170,8 +187,11 @@ def layer_structure(module: Module) -> LayerStructure | None:
     items = lists[best]
     layers = len(items)
     layer_of = {value: index for index, members in items.items() for _, _, value in members}
-    stacked = sum(typ.nbytes for value, typ in main.args
-                  if value not in layer_of and len(typ.shape) >= 2 and typ.shape[0] == layers)
+    stacked = sum(
+        typ.nbytes
+        for value, typ in main.args
+        if value not in layer_of and len(typ.shape) >= 2 and typ.shape[0] == layers
+    )
     layer_bytes = sum(typ.nbytes for _, typ, _ in items[0]) + stacked // layers
     # Which layer each value belongs to: the highest layer whose arguments it depends on.
     depth = dict(layer_of)
@@ -183,7 +203,11 @@ def layer_structure(module: Module) -> LayerStructure | None:
         inputs = [depth[v] for v in op.operands if v in depth]
         level = max(inputs, default=-1)
         if level >= 1:
-            crossing += [(types[v].nbytes, types[v].shape) for v in op.operands if depth.get(v) == 0 and v not in layer_of and v in types]
+            crossing += [
+                (types[v].nbytes, types[v].shape)
+                for v in op.operands
+                if depth.get(v) == 0 and v not in layer_of and v in types
+            ]
         for value, typ in zip(op.results, op.result_types):
             types[value] = typ
             if level >= 0:

@@ -31,8 +31,11 @@ def softmax_with_shape_branch(x):
     return jax.nn.softmax(x, axis=-1)
 
 
-FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", softmax_without_max), "host-sync": ("softmax", softmax_with_host_sync),
-                    "shape-branch": ("softmax", softmax_with_shape_branch)}
+FRAMEWORK_FAULTS = {
+    "softmax-no-max": ("softmax", softmax_without_max),
+    "host-sync": ("softmax", softmax_with_host_sync),
+    "shape-branch": ("softmax", softmax_with_shape_branch),
+}
 
 
 def planted_module(fault: str, entry: str):

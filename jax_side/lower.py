@@ -44,11 +44,21 @@ def lower_function(fn, *args, name: str = "fn", n_params: int = 0, compile_xla: 
     lowered = traced.lower()
     text = lowered.as_text(debug_info=True)
     stages = {"jaxpr": str(traced.jaxpr), "stablehlo": lowered.as_text()}
-    cost = {k: float(v) for k, v in (lowered.cost_analysis() or {}).items() if k in ("flops", "transcendentals", "bytes accessed")}
+    cost = {
+        k: float(v)
+        for k, v in (lowered.cost_analysis() or {}).items()
+        if k in ("flops", "transcendentals", "bytes accessed")
+    }
     if compile_xla:
         compiled = lowered.compile()
         stages["xla"] = compiled.as_text()
-        cost.update({f"compiled.{k}": float(v) for k, v in (compiled.cost_analysis() or {}).items() if k in ("flops", "transcendentals", "bytes accessed")})
+        cost.update(
+            {
+                f"compiled.{k}": float(v)
+                for k, v in (compiled.cost_analysis() or {}).items()
+                if k in ("flops", "transcendentals", "bytes accessed")
+            }
+        )
     module = verify(parse_stablehlo(text))
     return Lowering("jax", name, stages, module, tuple(range(n_params)), cost)
 
@@ -109,8 +119,15 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
             lower_module(nnx.eval_shape(lambda: Epilogue(cfg, dt, rngs())), x, name=f"{name}.epilogue"),
         )
     module, params, buffers = compose_regional(
-        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
+        *(p.module for p in parts),
+        plan.layers,
+        tuple(len(p.param_args) for p in parts),
+        int(cfg.tie_embeddings),
         n_state=tuple(p.state_args for p in parts),
     )
-    stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("jaxpr", "stablehlo")}
-    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers, xla_cost={})
+    stages = {
+        stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("jaxpr", "stablehlo")
+    }
+    return dataclasses.replace(
+        parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers, xla_cost={}
+    )

@@ -75,7 +75,9 @@ def load_weights(module: nnx.Module, weights: dict[str, np.ndarray]) -> nnx.Modu
             if var is not None:
                 key, value = _key(path, leaf), to_nnx(weights[_key(path, leaf)])
                 if tuple(value.shape) != tuple(var.get_value().shape):  # a layer of another size takes no weight
-                    needed = to_torch(np.broadcast_to(np.int8(0), var.get_value().shape)).shape  # a view: nothing allocated
+                    needed = to_torch(
+                        np.broadcast_to(np.int8(0), var.get_value().shape)
+                    ).shape  # a view: nothing allocated
                     wrong[key] = (np.shape(weights[key]), needed)
                 staged.append((var, value))
     if wrong:

@@ -63,9 +63,12 @@ def default_runners(sides: tuple[str, ...] = ("torch", "jax")) -> dict:
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--verbose", is_flag=True,
-              help="Keep the compilers' own logging (XLA's INFO lines on stderr) and XLA's source metadata "
-                   "(file names, stack frames) in `hlo --stage xla` and the report's dumps.")
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Keep the compilers' own logging (XLA's INFO lines on stderr) and XLA's source metadata "
+    "(file names, stack frames) in `hlo --stage xla` and the report's dumps.",
+)
 def cli(verbose: bool) -> None:
     """Landscape: one model, two frameworks, five AI execution models.
 
@@ -111,29 +114,64 @@ def checkpoint_for(name: str, overrides: dict, path: str) -> dict:
 
     entry = get_entry(name)
     if entry.kind != "model":
-        raise MalformedInput(f"run: --weights takes a model's checkpoint; {name!r} is a {entry.kind}, not a model "
-                             "(give a published model's name or a config.json)")
+        raise MalformedInput(
+            f"run: --weights takes a model's checkpoint; {name!r} is a {entry.kind}, not a model "
+            "(give a published model's name or a config.json)"
+        )
     return checkpoint_weights(name, path, entry.resolve(overrides)["layers"])
 
 
 @cli.command()
 @click.argument("name", callback=model_option)
-@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
-              help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="PARAM=VALUE",
+    help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.",
+)
 @click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)
-@click.option("--seed", type=SEED, default=0, show_default=True,
-              help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].")
-@click.option("--weights", "weights_path", type=click.Path(), metavar="PATH",
-              help="A model's checkpoint (a .safetensors file, or a folder of them) to run instead of seeded "
-                   "weights; with --shape layers=N, its first N blocks.")
-@click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True,
-              help="Accept a model's seq beyond its context length; the output then says so.")
-@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B[,C]",
-              help="The implementations to run beside the reference: torch, jax, torch-xla (the PyTorch module on "
-                   "torch-xla's CPU device, after `make torch-xla`), or all.")
+@click.option(
+    "--seed",
+    type=SEED,
+    default=0,
+    show_default=True,
+    help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].",
+)
+@click.option(
+    "--weights",
+    "weights_path",
+    type=click.Path(),
+    metavar="PATH",
+    help="A model's checkpoint (a .safetensors file, or a folder of them) to run instead of seeded "
+    "weights; with --shape layers=N, its first N blocks.",
+)
+@click.option(
+    "--allow-beyond-context",
+    "allow_beyond_context",
+    is_flag=True,
+    help="Accept a model's seq beyond its context length; the output then says so.",
+)
+@click.option(
+    "--sides",
+    "side_list",
+    default="torch,jax",
+    show_default=True,
+    metavar="A,B[,C]",
+    help="The implementations to run beside the reference: torch, jax, torch-xla (the PyTorch module on "
+    "torch-xla's CPU device, after `make torch-xla`), or all.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path: str | None, allow_beyond_context: bool,
-        side_list: str, as_json: bool) -> None:
+def run(
+    name: str,
+    shapes: tuple[str, ...],
+    dtype: str,
+    seed: int,
+    weights_path: str | None,
+    allow_beyond_context: bool,
+    side_list: str,
+    as_json: bool,
+) -> None:
     """Run NAME on the reference, PyTorch and JAX with identical inputs and weights.
 
     NAME may be a Hugging Face config.json, or the folder holding one; --weights runs its
@@ -170,8 +208,18 @@ def run(name: str, shapes: tuple[str, ...], dtype: str, seed: int, weights_path:
 STAGE_NAMES = ("fx", "jaxpr", "stablehlo", "ir", "xla")
 
 
-def _lowering_for(command: str, name, from_file, side: str, shapes, dtype: str, flat: bool, compile_xla: bool = False,
-                  allow_beyond_context: bool = False, checked: tuple | None = None):
+def _lowering_for(
+    command: str,
+    name,
+    from_file,
+    side: str,
+    shapes,
+    dtype: str,
+    flat: bool,
+    compile_xla: bool = False,
+    allow_beyond_context: bool = False,
+    checked: tuple | None = None,
+):
     """The lowering a command works on: read from --from-file, or NAME lowered on one side.
     `checked`: `checked_shapes`'s answer when the command already has it (its note is printed there)."""
     check_name_or_file(command, name, from_file)
@@ -193,12 +241,24 @@ def _said(side: str, lowering):
 @cli.command()
 @click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
-@click.option("--stage", type=click.Choice(STAGE_NAMES), default="ir", show_default=True,
-              help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (XLA's optimized HLO, CPU backend: jax's, or "
-                   "torch-xla's own from its lazy-tensor graph); torch-xla has stablehlo, ir and xla.")
+@click.option(
+    "--stage",
+    type=click.Choice(STAGE_NAMES),
+    default="ir",
+    show_default=True,
+    help="fx (torch), jaxpr (jax), stablehlo, ir, or xla (XLA's optimized HLO, CPU backend: jax's, or "
+    "torch-xla's own from its lazy-tensor graph); torch-xla has stablehlo, ir and xla.",
+)
 @shape_options
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the dump to DIR/NAME.SIDE.STAGE.txt (the stablehlo stage: .mlir, which --from-file reads) instead of printing it.")
-@click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Write the dump to DIR/NAME.SIDE.STAGE.txt (the stablehlo stage: .mlir, which --from-file reads) instead of printing it.",
+)
+@click.option(
+    "--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME."
+)
 def hlo(name, side, stage, shapes, dtype, flat, allow_beyond_context, out_dir, from_file) -> None:
     """Print one stage of NAME's lowering on one side (or of a StableHLO file)."""
     from reference.errors import UnknownName
@@ -209,8 +269,17 @@ def hlo(name, side, stage, shapes, dtype, flat, allow_beyond_context, out_dir, f
         raise UnknownName(f"stage for the {side} side", stage, STAGES[side])
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
-    lowering = _lowering_for("hlo", name, from_file, side, shapes, dtype, flat, compile_xla=stage == "xla",
-                             allow_beyond_context=allow_beyond_context)
+    lowering = _lowering_for(
+        "hlo",
+        name,
+        from_file,
+        side,
+        shapes,
+        dtype,
+        flat,
+        compile_xla=stage == "xla",
+        allow_beyond_context=allow_beyond_context,
+    )
     text = lowering.stage(stage)
     if stage == "xla":
         from landscape.render import xla_text
@@ -235,14 +304,18 @@ def hlo_file_name(name: str, side: str, stage: str) -> str:
 @click.argument("name", required=False, callback=model_option)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @shape_options
-@click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")
+@click.option(
+    "--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_json) -> None:
     """FLOPs, transcendentals, bytes accessed, parameter bytes and the op histogram of NAME's IR.
 
     Loops count once per iteration; bytes are at op boundaries as if nothing were fused.
     """
-    lowering = _lowering_for("stats", name, from_file, side, shapes, dtype, flat, allow_beyond_context=allow_beyond_context)
+    lowering = _lowering_for(
+        "stats", name, from_file, side, shapes, dtype, flat, allow_beyond_context=allow_beyond_context
+    )
     data = lowering.stats().to_dict()
     if as_json:
         print_json(data)
@@ -262,8 +335,14 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
 @cli.command()
 @click.argument("name", callback=model_option)
 @shape_options
-@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B",
-              help="The two paths to diff, of torch, jax and torch-xla (torch-xla: after `make torch-xla`).")
+@click.option(
+    "--sides",
+    "side_list",
+    default="torch,jax",
+    show_default=True,
+    metavar="A,B",
+    help="The two paths to diff, of torch, jax and torch-xla (torch-xla: after `make torch-xla`).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) -> None:
     """Where two lowerings of NAME differ (PyTorch and JAX by default): op histogram and divergent segments."""
@@ -317,9 +396,16 @@ def targets(as_json: bool) -> None:
 @click.argument("m", type=SIZE)
 @click.argument("n", type=SIZE)
 @click.argument("k", type=SIZE)
-@click.option("--array", "array", default="128x128", show_default=True, metavar="RxC", help="Systolic array rows x columns.")
-@click.option("--dataflow", type=click.Choice(("os", "ws", "is")), default="os", show_default=True,
-              help="Output, weight or input stationary.")
+@click.option(
+    "--array", "array", default="128x128", show_default=True, metavar="RxC", help="Systolic array rows x columns."
+)
+@click.option(
+    "--dataflow",
+    type=click.Choice(("os", "ws", "is")),
+    default="os",
+    show_default=True,
+    help="Output, weight or input stationary.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def gemm(m, n, k, array, dataflow, as_json) -> None:
     """Compute cycles of C[M,N] = A[M,K] @ B[K,N] on a systolic array, under SCALE-Sim's conventions.
@@ -341,8 +427,22 @@ def gemm(m, n, k, array, dataflow, as_json) -> None:
     )
 
 
-def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_file, settings, chips=None,
-                  allow_beyond_context=False, strict_dtypes=False, cost_artifacts=False, without=()):
+def _estimate_for(
+    command,
+    name,
+    target_name,
+    side,
+    shapes,
+    dtype,
+    flat,
+    from_file,
+    settings,
+    chips=None,
+    allow_beyond_context=False,
+    strict_dtypes=False,
+    cost_artifacts=False,
+    without=(),
+):
     """(target, plan, estimate, context note) for NAME lowered on one side, or a StableHLO file.
     `cost_artifacts`: when upcasts were folded, note what they would have cost (compiled again without the fold).
     `without`: passes left out of the pipeline (a what-if; checked against the target's before lowering)."""
@@ -362,15 +462,27 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
     result = estimate_module(lowering.module, target, label, plan)
     if without:
-        result = dataclasses.replace(result, notes=(*result.notes, f"compiled without {', '.join(without)}: a what-if; "
-                                                    f"{target.name}'s compiler runs {'them' if len(without) > 1 else 'it'}"))
+        result = dataclasses.replace(
+            result,
+            notes=(
+                *result.notes,
+                f"compiled without {', '.join(without)}: a what-if; "
+                f"{target.name}'s compiler runs {'them' if len(without) > 1 else 'it'}",
+            ),
+        )
     if cost_artifacts and plan.folds:
         from hardware_models.compare import unfolded_time
         from reference.units import format_seconds
 
         saved = unfolded_time(lowering.module, target, plan, chips, strict_dtypes, without) - result.total.time_s
-        result = dataclasses.replace(result, notes=(*result.notes, f"artifacts compiled away: {len(plan.folds)} upcasts folded "
-                                                    f"into contractions (fold lines above); they would have cost {format_seconds(saved)} more"))
+        result = dataclasses.replace(
+            result,
+            notes=(
+                *result.notes,
+                f"artifacts compiled away: {len(plan.folds)} upcasts folded "
+                f"into contractions (fold lines above); they would have cost {format_seconds(saved)} more",
+            ),
+        )
     return target, plan, result, checked[1]
 
 
@@ -380,11 +492,30 @@ def _estimate_for(command, name, target_name, side, shapes, dtype, flat, from_fi
 @click.option("--plan", "show_plan", is_flag=True, help="Also print the compiled plan: groups, tiles, bytes per level.")
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--without", "without", multiple=True, metavar="PASS", help=WITHOUT_HELP)
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False),
-              help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).")
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False),
+    help="Write the static schedule as a Chrome trace (JSON for Perfetto); scheduled targets only (groq-lpu).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, show_plan,
-             strict_dtypes, without, trace_path, as_json) -> None:
+def estimate(
+    name,
+    chips,
+    target_name,
+    side,
+    shapes,
+    dtype,
+    flat,
+    allow_beyond_context,
+    from_file,
+    settings,
+    show_plan,
+    strict_dtypes,
+    without,
+    trace_path,
+    as_json,
+) -> None:
     """Predict NAME's time on a target, kernel by kernel: compute, memory and schedule time.
 
     A floating type the target lacks (f64 on a TPU: torch-mlir's LayerNorm variance) is costed as
@@ -401,9 +532,22 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 
         check_output_file(trace_path, "--trace")
         check_traceable(load_target(target_name, settings))
-    target, plan, result, note = _estimate_for("estimate", name, target_name, side, shapes, dtype, flat, from_file,
-                                               settings, chips, allow_beyond_context, strict_dtypes, cost_artifacts=show_plan,
-                                               without=without)
+    target, plan, result, note = _estimate_for(
+        "estimate",
+        name,
+        target_name,
+        side,
+        shapes,
+        dtype,
+        flat,
+        from_file,
+        settings,
+        chips,
+        allow_beyond_context,
+        strict_dtypes,
+        cost_artifacts=show_plan,
+        without=without,
+    )
     data = result.to_dict()
     data["notes"] = [*data["notes"], *([note] if note else [])]
     if trace_path is not None:
@@ -427,7 +571,9 @@ def estimate(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 @click.argument("name", required=False, callback=model_option)
 @estimate_options
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output file: .png or .svg.")
-def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, out_path) -> None:
+def roofline(
+    name, chips, target_name, side, shapes, dtype, flat, allow_beyond_context, from_file, settings, out_path
+) -> None:
     """Draw NAME's kernels on the target's roofline (PNG or SVG), schedule-bound ones marked."""
     from pathlib import Path
 
@@ -437,15 +583,23 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
     if suffix not in (".png", ".svg"):
         raise UnknownName("roofline output format", suffix or out_path, (".png", ".svg"))
     check_output_file(out_path, "--out")
-    target, plan, result, note = _estimate_for("roofline", name, target_name, side, shapes, dtype, flat, from_file,
-                                               settings, chips, allow_beyond_context)
+    target, plan, result, note = _estimate_for(
+        "roofline", name, target_name, side, shapes, dtype, flat, from_file, settings, chips, allow_beyond_context
+    )
     from hardware_models.cost.roofline import chip_shares, schedule_spans
     from landscape.roofline_plot import plot_roofline, roofline_title
 
     points = []
-    write_file(out_path, writer=lambda tmp: points.extend(plot_roofline(result, target, tmp, schedule_spans(plan, target), chip_shares(plan))))
+    write_file(
+        out_path,
+        writer=lambda tmp: points.extend(
+            plot_roofline(result, target, tmp, schedule_spans(plan, target), chip_shares(plan))
+        ),
+    )
     counts = {b: sum(p.bottleneck == b for p in points) for b in ("compute", "memory", "schedule")}
-    click.echo(f"wrote {out_path}: {roofline_title(result, target, points)} ({', '.join(f'{k}-bound {v}' for k, v in counts.items())})")
+    click.echo(
+        f"wrote {out_path}: {roofline_title(result, target, points)} ({', '.join(f'{k}-bound {v}' for k, v in counts.items())})"
+    )
     if note:
         click.echo(f"note: {note}")
 
@@ -453,19 +607,48 @@ def roofline(name, chips, target_name, side, shapes, dtype, flat, allow_beyond_c
 @cli.command()
 @click.argument("name", required=False, callback=model_option)
 @click.option("--target", "target_name", default="h100", show_default=True, help="A target (see `landscape targets`).")
-@click.option("--side", type=click.Choice(SIDES), default="torch", show_default=True,
-              help="Which framework's program to run: torch, jax, or torch-xla (the PyTorch module on torch-xla's CPU device, after `make torch-xla`).")
-@click.option("--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable.")
-@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
-              help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
+@click.option(
+    "--side",
+    type=click.Choice(SIDES),
+    default="torch",
+    show_default=True,
+    help="Which framework's program to run: torch, jax, or torch-xla (the PyTorch module on torch-xla's CPU device, after `make torch-xla`).",
+)
+@click.option(
+    "--inject", "inject", multiple=True, metavar="FAULT", help="Plant a fault (see --list-faults); repeatable."
+)
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="PARAM=VALUE",
+    help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.",
+)
 @click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)
-@click.option("--seed", type=SEED, default=0, show_default=True,
-              help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].")
-@click.option("--from-file", "from_file", type=click.Path(dir_okay=False),
-              help="Run a StableHLO file (its arguments from FILE.npz beside it, if there; else seeded).")
-@click.option("--repro-dir", "repro_dir", type=click.Path(file_okay=False), default="debug-repro", show_default=True,
-              help="Where a divergent program's repro (.mlir and .npz) is written.")
-@click.option("--list-faults", "show_faults", is_flag=True, help="List the plantable faults with their layers, and exit.")
+@click.option(
+    "--seed",
+    type=SEED,
+    default=0,
+    show_default=True,
+    help=f"Input generator seed, an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}].",
+)
+@click.option(
+    "--from-file",
+    "from_file",
+    type=click.Path(dir_okay=False),
+    help="Run a StableHLO file (its arguments from FILE.npz beside it, if there; else seeded).",
+)
+@click.option(
+    "--repro-dir",
+    "repro_dir",
+    type=click.Path(file_okay=False),
+    default="debug-repro",
+    show_default=True,
+    help="Where a divergent program's repro (.mlir and .npz) is written.",
+)
+@click.option(
+    "--list-faults", "show_faults", is_flag=True, help="List the plantable faults with their layers, and exit."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro_dir, show_faults, as_json) -> None:
     """Run NAME down the ladder of executors and find where its result first diverges.
@@ -487,8 +670,10 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
             print_json(rows)
         else:
             for r in rows:
-                click.echo(f"{r['name']:28s} layer {r['layer']} {r['layer_name']:36s} {r['rung']:3s} "
-                           f"{','.join(r['families']):20s} {r['description']}")
+                click.echo(
+                    f"{r['name']:28s} layer {r['layer']} {r['layer_name']:36s} {r['rung']:3s} "
+                    f"{','.join(r['families']):20s} {r['description']}"
+                )
         return
     from click.core import ParameterSource
 
@@ -500,11 +685,16 @@ def debug(name, target_name, side, inject, shapes, dtype, seed, from_file, repro
     check_name_or_file("debug", name, from_file)
     if from_file is not None:
         context = click.get_current_context()
-        given = [f"--{p}" for p in ("shape", "dtype", "side") if context.get_parameter_source(p + "s" if p == "shape" else p)
-                 not in (ParameterSource.DEFAULT, None)]
+        given = [
+            f"--{p}"
+            for p in ("shape", "dtype", "side")
+            if context.get_parameter_source(p + "s" if p == "shape" else p) not in (ParameterSource.DEFAULT, None)
+        ]
         if given:
-            raise MalformedInput(f"debug --from-file: {', '.join(given)} do(es) not apply to a file, whose program fixes "
-                                 "its shapes and types; drop it, or debug NAME")
+            raise MalformedInput(
+                f"debug --from-file: {', '.join(given)} do(es) not apply to a file, whose program fixes "
+                "its shapes and types; drop it, or debug NAME"
+            )
     overrides = checked_shapes(name, shapes)[0] if from_file is None else {}
     check_output_dir(repro_dir, "--repro-dir")
     finding = run_debug(name, target_name, side, overrides, dtype, tuple(inject), from_file, seed, repro_dir)

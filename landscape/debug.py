@@ -75,7 +75,9 @@ class Program:
 def _scaled(case, scale: float):
     if scale == 1.0:
         return case
-    inputs = {k: (v.astype(np.float64) * scale).astype(v.dtype) if v.dtype.kind != "i" else v for k, v in case.inputs.items()}
+    inputs = {
+        k: (v.astype(np.float64) * scale).astype(v.dtype) if v.dtype.kind != "i" else v for k, v in case.inputs.items()
+    }
     return dataclasses.replace(case, inputs=inputs)
 
 
@@ -109,11 +111,15 @@ def _from_file(path: str, seed: int = 0) -> Program:
                 names = set(data.files)
                 args = [data[f"arg{i}"] for i in range(len(main.args)) if f"arg{i}" in names]
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as err:
-            raise MalformedInput(f"{stored}: not a readable .npz of plain arrays ({type(err).__name__}: {err})") from None
+            raise MalformedInput(
+                f"{stored}: not a readable .npz of plain arrays ({type(err).__name__}: {err})"
+            ) from None
         missing = [f"arg{i}" for i in range(len(main.args)) if f"arg{i}" not in names]
         if missing:
-            raise MalformedInput(f"{stored}: no array {', '.join(missing)}; it needs arg0..arg{len(main.args) - 1}, "
-                                 f"one per argument of @main")
+            raise MalformedInput(
+                f"{stored}: no array {', '.join(missing)}; it needs arg0..arg{len(main.args) - 1}, "
+                f"one per argument of @main"
+            )
         for i, (a, (name, t)) in enumerate(zip(args, main.args)):
             if tuple(a.shape) != t.shape or a.dtype.kind not in "biuf":
                 raise MalformedInput(f"{stored}: arg{i} is {a.dtype}{list(a.shape)}; {name} of @main is {t}")
@@ -151,16 +157,27 @@ def check_trace_memory(module, label: str) -> int:
     one = walk(module.entry) + sum(t.nbytes for _, t in module.main.args)
     available = available_memory_bytes()
     if available is not None and TRACES_HELD * one > available // 2:
-        raise MalformedInput(f"{label}: debugging keeps every op's values for op-by-op comparison, about "
-                             f"{format_bytes(TRACES_HELD * one)}, more than half the {format_bytes(available)} available now; "
-                             "choose smaller shapes (--shape)")
+        raise MalformedInput(
+            f"{label}: debugging keeps every op's values for op-by-op comparison, about "
+            f"{format_bytes(TRACES_HELD * one)}, more than half the {format_bytes(available)} available now; "
+            "choose smaller shapes (--shape)"
+        )
     return one
 
 
 # -- the ladder
-def debug(name: str | None = None, target: str = "h100", side: str = "torch", shapes: dict | None = None,
-          dtype: str = "float32", inject: tuple[str, ...] = (), from_file: str | None = None, seed: int = 0,
-          repro_dir: str | None = None, cache: dict | None = None):
+def debug(
+    name: str | None = None,
+    target: str = "h100",
+    side: str = "torch",
+    shapes: dict | None = None,
+    dtype: str = "float32",
+    inject: tuple[str, ...] = (),
+    from_file: str | None = None,
+    seed: int = 0,
+    repro_dir: str | None = None,
+    cache: dict | None = None,
+):
     """Run the ladder on one program and target; return a Finding.
 
     `cache`: a dict kept by a caller that debugs one program on several targets; R0 to R2 (and
@@ -201,17 +218,22 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     key = (name, side, tuple(sorted((shapes or {}).items())), dtype, faults, seed, from_file)
     if cache is not None and key in cache:
         program, done = cache[key]
-        finding = dataclasses.replace(copy.deepcopy(done), target=tgt.name,
-                                      not_planted=[*finding.not_planted, *copy.deepcopy(done.not_planted)])
+        finding = dataclasses.replace(
+            copy.deepcopy(done), target=tgt.name, not_planted=[*finding.not_planted, *copy.deepcopy(done.not_planted)]
+        )
         if program is None:
             return finding
     elif from_file:
         program = _from_file(from_file, seed)
-        finding.not_planted += [f"{f}: a file has no framework code to plant it in" for f in faults
-                                if get_fault(f).rung in ("R1", "R2")]
+        finding.not_planted += [
+            f"{f}: a file has no framework code to plant it in" for f in faults if get_fault(f).rung in ("R1", "R2")
+        ]
         finding.side, finding.dtype = "file", program.dtype
-        finding.rungs += [Rung("R0", note="the file's program interpreted in float64"),
-                          Rung("R1", ran=False, note="a file has no framework code"), Rung("R2", ran=False, note="a file has no capture")]
+        finding.rungs += [
+            Rung("R0", note="the file's program interpreted in float64"),
+            Rung("R1", ran=False, note="a file has no framework code"),
+            Rung("R2", ran=False, note="a file has no capture"),
+        ]
         if cache is not None:
             cache[key] = (program, copy.deepcopy(finding))
     else:
@@ -228,7 +250,11 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     for r in finding.rungs:
         if r.rung == "R0" and r.gate is None:
             r.error, r.gate = 0.0, bound.bound(1.0)
-    back = (lambda outs: tuple(np.asarray(o).transpose(program.out_perm) for o in outs)) if program.out_perm else (lambda o: o)
+    back = (
+        (lambda outs: tuple(np.asarray(o).transpose(program.out_perm) for o in outs))
+        if program.out_perm
+        else (lambda o: o)
+    )
     module = program.lowering.module
 
     # R3: the lowered IR interpreted, with the decomposition fault's rewrites
@@ -240,15 +266,23 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
     rung3 = Rung("R3", *measure(back(out3), program.reference, bound))
     if decompose:
         rung3.ops_differ = len(differing_ops(trace3, clean_trace, bound))
-        finding.events += [f"layernorm-eps-outside-sqrt: {s}: rsqrt(var + eps) computed as 1 / (sqrt(var) + eps)" for s in sites]
+        finding.events += [
+            f"layernorm-eps-outside-sqrt: {s}: rsqrt(var + eps) computed as 1 / (sqrt(var) + eps)" for s in sites
+        ]
         if not sites:
             finding.not_planted.append("layernorm-eps-outside-sqrt: no rsqrt(var + eps) in this program")
     finding.rungs.append(rung3)
     if not rung3.ok and finding.first is None:
         finding.first = "R3"
-        _locate(finding, module, clean_trace, trace3, bound,
-                lambda steps, force=None: trace_values(module, program.args, decomposition_hook(module, steps)[0], force),
-                list(clean_trace))
+        _locate(
+            finding,
+            module,
+            clean_trace,
+            trace3,
+            bound,
+            lambda steps, force=None: trace_values(module, program.args, decomposition_hook(module, steps)[0], force),
+            list(clean_trace),
+        )
 
     # R4 .. R7: the compiled plan executed
     plan = compile_plan(module, tgt)
@@ -271,15 +305,34 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
         if not record.ok and finding.first is None:
             finding.first = rung
             below = below_trace
-            _locate(finding, module, below, trace, rung_bound,
-                    lambda steps, force=None, r=rung: run_plan(module, plan, tgt, program.args, r, faults, steps, force, seed,
-                                                               decomposition_hook(module)[0] if decompose else None)[:2],
-                    list(below))
+            _locate(
+                finding,
+                module,
+                below,
+                trace,
+                rung_bound,
+                lambda steps, force=None, r=rung: run_plan(
+                    module,
+                    plan,
+                    tgt,
+                    program.args,
+                    r,
+                    faults,
+                    steps,
+                    force,
+                    seed,
+                    decomposition_hook(module)[0] if decompose else None,
+                )[:2],
+                list(below),
+            )
         below_trace = trace
     for f in faults:
         fault = get_fault(f)
-        if fault.rung in ("R4", "R5", "R6", "R7") and not any(e.startswith(f + ":") for e in finding.events) and not any(
-                n.startswith(f + ":") for n in finding.not_planted):
+        if (
+            fault.rung in ("R4", "R5", "R6", "R7")
+            and not any(e.startswith(f + ":") for e in finding.events)
+            and not any(n.startswith(f + ":") for n in finding.not_planted)
+        ):
             finding.not_planted.append(f"{f}: no site for it in this program on {tgt.name}")
     if finding.first and finding.first not in ("R1", "R2") and repro_dir:  # R1, R2: the repro is the user's code
         finding.repro = _write_repro(program, finding, repro_dir)
@@ -289,9 +342,11 @@ def debug(name: str | None = None, target: str = "h100", side: str = "torch", sh
 def _narrowest(plan, module, dtype: str) -> str:
     """The narrowest float type the target runs the program's float types as (R7's gate)."""
     order = ["float64", "float32", "bfloat16", "float16"]
-    runs = {FLOAT_NAMES.get(plan.runs_as(e)) for e in ("f64", "f32", "f16", "bf16") if FLOAT_NAMES[e] in (dtype, "float32")}
+    runs = {
+        FLOAT_NAMES.get(plan.runs_as(e)) for e in ("f64", "f32", "f16", "bf16") if FLOAT_NAMES[e] in (dtype, "float32")
+    }
     runs = {r for r in runs if r} | {dtype}
-    eps = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "bfloat16": 2.0 ** -8, "float16": 2.0 ** -11}
+    eps = {"float64": 2.0**-53, "float32": 2.0**-24, "bfloat16": 2.0**-8, "float16": 2.0**-11}
     return max(runs, key=lambda r: (eps[r], order.index(r)))
 
 
@@ -337,8 +392,9 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
     bound = gate(dtype, reduction)
     finding.rungs.append(Rung("R0", 0.0, bound.bound(1.0), note="the float64 reference of the spec"))
     if sidemod is None:
-        return _torchxla_rungs(finding, entry, resolved, case, fresh, reference, bound, planted_by if planted else None,
-                               reduction)
+        return _torchxla_rungs(
+            finding, entry, resolved, case, fresh, reference, bound, planted_by if planted else None, reduction
+        )
     built = sidemod.module_for(case, planted)  # weights loaded once, for R1 and the capture
     eager = sidemod.eager(case, built)
     r1 = Rung("R1", *measure(eager, reference, bound))
@@ -349,13 +405,26 @@ def _framework_rungs(finding: Finding, name, side, shapes, dtype, faults, seed, 
         _capture_failed(finding, r1, err)
         return None
     replay = captured.replay(fresh)
-    r2 = Rung("R2", *measure(replay, captured.eager(fresh), bound),
-              note="replayed on fresh inputs (seed + 1) against R1 on the same inputs")
+    r2 = Rung(
+        "R2",
+        *measure(replay, captured.eager(fresh), bound),
+        note="replayed on fresh inputs (seed + 1) against R1 on the same inputs",
+    )
     _recapture(finding, r2, entry, resolved, dtype, seed, captured, planted, sidemod)
     finding.rungs.append(r2)
     out_perm = sidemod.LAYOUTS.get(entry.name, ({}, None))[1] if side == "jax" else None
-    program = Program(entry.name, side, dtype, captured.lowering, captured.arguments(case), reference, out_perm, case, captured,
-                      reduction)
+    program = Program(
+        entry.name,
+        side,
+        dtype,
+        captured.lowering,
+        captured.arguments(case),
+        reference,
+        out_perm,
+        case,
+        captured,
+        reduction,
+    )
     return _first_framework_rung(finding, program, r1, r2, bound)
 
 
@@ -374,7 +443,9 @@ def _capture_failed(finding: Finding, r1: Rung, err) -> None:
     finding.rungs.append(Rung("R2", ran=False, note=str(err)))
     finding.capture_error = str(err)
     finding.first = finding.first or ("R1" if not r1.ok else "R2")
-    finding.origin = OpSite(f"{Path(err.file).name}:{err.line}", "the user's line", source=f"{err.cause}") if err.file else None
+    finding.origin = (
+        OpSite(f"{Path(err.file).name}:{err.line}", "the user's line", source=f"{err.cause}") if err.file else None
+    )
     finding.reaches_output = None
 
 
@@ -391,14 +462,18 @@ def _torchxla_rungs(finding: Finding, entry, shapes, case, fresh, reference, bou
     if "capture" in got:
         _capture_failed(finding, r1, got["capture"])
         return None
-    r2 = Rung("R2", *measure(got["r2"], got["eager_fresh"], bound),
-              note="torch_xla.stablehlo's program of the captured graph, run on the device on fresh inputs (seed + 1), "
-                   "against R1 on the same inputs")
+    r2 = Rung(
+        "R2",
+        *measure(got["r2"], got["eager_fresh"], bound),
+        note="torch_xla.stablehlo's program of the captured graph, run on the device on fresh inputs (seed + 1), "
+        "against R1 on the same inputs",
+    )
     if second is not None:
         _compare_captures(finding, r2, shapes, second, got["ops"], got["second_ops"])
     finding.rungs.append(r2)
-    program = Program(entry.name, "torch-xla", case.dtype, got["lowering"], got["arguments"], reference, None, case, None,
-                      reduction)
+    program = Program(
+        entry.name, "torch-xla", case.dtype, got["lowering"], got["arguments"], reference, None, case, None, reduction
+    )
     return _first_framework_rung(finding, program, r1, r2, bound)
 
 
@@ -465,9 +540,11 @@ def _compare_captures(finding: Finding, r2: Rung, shapes: dict, second: dict, fi
     where = f"{line} `{code}`" if line else "no source line"
     was = first[i][0] if i < len(first) else "nothing (the graph ends)"
     now = again[i][0] if i < len(again) else "nothing (the graph ends)"
-    finding.specialized = (f"captured again at {label} (was {at}), the graph changes at its op {i + 1}: {was} there, {now} here, "
-                           f"from {where}: forward branches on a shape, and the graph captured at {at} holds only the branch "
-                           "taken there; branch with torch.where/jnp.where or torch.cond/lax.cond, or capture one graph per shape")
+    finding.specialized = (
+        f"captured again at {label} (was {at}), the graph changes at its op {i + 1}: {was} there, {now} here, "
+        f"from {where}: forward branches on a shape, and the graph captured at {at} holds only the branch "
+        "taken there; branch with torch.where/jnp.where or torch.cond/lax.cond, or capture one graph per shape"
+    )
     r2.note += f"; captured again at {label}, {r2.ops_differ} of its ops differ"
     finding.origin = OpSite(line or "?", "the user's line", source=code)
     finding.reaches_output = None
@@ -501,13 +578,15 @@ def _locate(finding, module, below: dict, trace: dict, bound, rerun, order: list
     finding.origin = _site(module, origin) if origin else None
     finding.manifests = [_site(module, k) for k in shown]
     out_rung = next(r for r in finding.rungs if r.rung == finding.first)
-    finding.reaches_output = bool(out_rung.error is not None and out_rung.gate is not None and out_rung.error > out_rung.gate)
+    finding.reaches_output = bool(
+        out_rung.error is not None and out_rung.gate is not None and out_rung.error > out_rung.gate
+    )
     # bisect the rung's sub-steps (its ops in order) to the first that makes any op differ
     lo, hi = 0, len(order)
     runs = 0
     while lo < hi:
         mid = (lo + hi) // 2
-        _, t = rerun(frozenset(order[:mid + 1]))
+        _, t = rerun(frozenset(order[: mid + 1]))
         runs += 1
         if any(k in below and op_differs(t[k], below[k], bound) for k in t):
             hi = mid
@@ -530,10 +609,14 @@ def _locate_numerics(finding, program: Program, bound):
     _, wide = trace_values(widened(module), program.args)
     _, forced = trace_values(module, program.args, force=wide)
     order = list(forced)
-    origin = next((k for k in order if k in wide and op_differs(forced[k], wide[k], bound.widened(NUMERICS_SLACK))), None)
+    origin = next(
+        (k for k in order if k in wide and op_differs(forced[k], wide[k], bound.widened(NUMERICS_SLACK))), None
+    )
     _, free = trace_values(module, program.args)
     finding.origin = _site(module, origin) if origin else None
-    finding.manifests = [_site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], bound.widened(NUMERICS_SLACK))]
+    finding.manifests = [
+        _site(module, k) for k in order if k in wide and op_differs(free[k], wide[k], bound.widened(NUMERICS_SLACK))
+    ]
     finding.reaches_output = True
 
 
@@ -542,7 +625,7 @@ def _write_repro(program: Program, finding: Finding, directory: str) -> str:
     Path(directory).mkdir(parents=True, exist_ok=True)
     suffix = f"-{finding.target}-{'-'.join(finding.faults) or 'clean'}"
     stem = Path(program.name).stem
-    stem = stem[:-len(suffix)] if stem.endswith(suffix) else stem  # a repro debugged again keeps its name
+    stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem  # a repro debugged again keeps its name
     base = Path(directory) / f"{stem}{suffix}"
     for n in range(2, 1000):  # never over a file already there (the user's, or an earlier run's)
         if not any(Path(str(base) + ext).exists() for ext in (".mlir", ".npz", "-shrunk.mlir", "-shrunk.npz")):
@@ -552,8 +635,10 @@ def _write_repro(program: Program, finding: Finding, directory: str) -> str:
     mlir = Path(str(base) + ".mlir")
     write_file(mlir, text)
     # bf16 and f8 arguments are stored widened to f32 (exact); the program converts them back
-    arrays = {f"arg{i}": (np.asarray(a).astype(np.float32) if np.asarray(a).dtype.kind == "V" else np.asarray(a))
-              for i, a in enumerate(program.args)}
+    arrays = {
+        f"arg{i}": (np.asarray(a).astype(np.float32) if np.asarray(a).dtype.kind == "V" else np.asarray(a))
+        for i, a in enumerate(program.args)
+    }
     write_file(Path(str(base) + ".npz"), writer=lambda tmp: np.savez(tmp, **arrays))
     _shrink(finding, text, base, arrays)
     return str(mlir)
@@ -571,7 +656,7 @@ def _shrink(finding: Finding, text: str, base: Path, arrays: dict) -> None:
     path = Path(str(base) + "-shrunk.mlir")
     for cut in cuts[:2]:
         try:
-            write_file(path, truncate_at(text, cut[len("main"):]))
+            write_file(path, truncate_at(text, cut[len("main") :]))
             write_file(Path(str(base) + "-shrunk.npz"), writer=lambda tmp: np.savez(tmp, **arrays))
             again = debug(target=finding.target, inject=finding.faults, from_file=str(path))
         except LandscapeError:

@@ -31,8 +31,16 @@ class Rung:
 
     def to_dict(self) -> dict:
         finite = lambda v: v if v is None or math.isfinite(v) else None  # noqa: E731
-        return {"rung": self.rung, "what": RUNG_NAMES[self.rung], "ran": self.ran, "error": finite(self.error),
-                "gate": self.gate, "ops_differ": self.ops_differ, "ok": self.ok, "note": self.note}
+        return {
+            "rung": self.rung,
+            "what": RUNG_NAMES[self.rung],
+            "ran": self.ran,
+            "error": finite(self.error),
+            "gate": self.gate,
+            "ops_differ": self.ops_differ,
+            "ok": self.ok,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -43,7 +51,9 @@ class OpSite:
     source: str = ""
 
     def text(self) -> str:
-        where = ", ".join(x for x in (self.scope and f"scope {self.scope}", self.source and f"source {self.source}") if x)
+        where = ", ".join(
+            x for x in (self.scope and f"scope {self.scope}", self.source and f"source {self.source}") if x
+        )
         return f"{self.op} {self.key}" + (f" ({where})" if where else "")
 
 
@@ -83,13 +93,28 @@ class Finding:
 
     def to_dict(self) -> dict:
         site = lambda s: dataclasses.asdict(s) if s else None  # noqa: E731
-        return {"program": self.program, "side": self.side, "target": self.target, "dtype": self.dtype,
-                "faults": list(self.faults), "rungs": [r.to_dict() for r in self.rungs], "first_divergent_rung": self.first,
-                "layer": self.layer, "origin": site(self.origin), "manifests": [site(m) for m in self.manifests],
-                "reaches_output": self.reaches_output, "bisect": self.bisect, "noise_floor": self.noise_floor,
-                "events": self.events, "repro": self.repro, "shrunk_repro": self.shrunk, "accumulated": self.accumulated, "capture_error": self.capture_error,
-                "specialized": self.specialized,
-                "not_planted": self.not_planted}
+        return {
+            "program": self.program,
+            "side": self.side,
+            "target": self.target,
+            "dtype": self.dtype,
+            "faults": list(self.faults),
+            "rungs": [r.to_dict() for r in self.rungs],
+            "first_divergent_rung": self.first,
+            "layer": self.layer,
+            "origin": site(self.origin),
+            "manifests": [site(m) for m in self.manifests],
+            "reaches_output": self.reaches_output,
+            "bisect": self.bisect,
+            "noise_floor": self.noise_floor,
+            "events": self.events,
+            "repro": self.repro,
+            "shrunk_repro": self.shrunk,
+            "accumulated": self.accumulated,
+            "capture_error": self.capture_error,
+            "specialized": self.specialized,
+            "not_planted": self.not_planted,
+        }
 
 
 # -- comparisons
@@ -144,17 +169,33 @@ def differing_ops(trace: dict, below: dict, bound) -> list[str]:
 
 
 def list_faults() -> list[dict]:
-    return [{"name": f.name, "layer": f.layer, "layer_name": f.layer_record.name, "rung": f.rung,
-             "families": list(f.families) or ["all"], "description": f.description, "shows_on": f.shows_on} for f in FAULTS]
+    return [
+        {
+            "name": f.name,
+            "layer": f.layer,
+            "layer_name": f.layer_record.name,
+            "rung": f.rung,
+            "families": list(f.families) or ["all"],
+            "description": f.description,
+            "shows_on": f.shows_on,
+        }
+        for f in FAULTS
+    ]
 
 
 def render(finding: Finding) -> str:
     """The finding as text."""
     skipped = {n.split(":", 1)[0] for n in finding.not_planted}
     planted = [f for f in finding.faults if f not in skipped]
-    lines = [f"debug {finding.program} ({finding.side}, {finding.dtype}) on {finding.target}"
-             + (f", planted: {', '.join(planted)}" if planted else "")
-             + (f", not planted: {', '.join(f for f in finding.faults if f in skipped)}" if skipped & set(finding.faults) else "")]
+    lines = [
+        f"debug {finding.program} ({finding.side}, {finding.dtype}) on {finding.target}"
+        + (f", planted: {', '.join(planted)}" if planted else "")
+        + (
+            f", not planted: {', '.join(f for f in finding.faults if f in skipped)}"
+            if skipped & set(finding.faults)
+            else ""
+        )
+    ]
     for r in finding.rungs:
         if not r.ran:
             lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: not run ({r.note})")
@@ -164,10 +205,14 @@ def render(finding: Finding) -> str:
         ops = f", {r.ops_differ} op(s) {below}" if r.ops_differ else ""
         verdict = "ok" if r.ok else "DIVERGES"
         limit = "" if r.gate is None else f" (gate {r.gate:.3g})"
-        lines.append(f"  {r.rung} {RUNG_NAMES[r.rung]}: error {err}{limit}{ops}: {verdict}"
-                     + (f"  [{r.note}]" if r.note and r.rung not in ("R0",) else ""))
+        lines.append(
+            f"  {r.rung} {RUNG_NAMES[r.rung]}: error {err}{limit}{ops}: {verdict}"
+            + (f"  [{r.note}]" if r.note and r.rung not in ("R0",) else "")
+        )
     if finding.noise_floor is not None:
-        lines.append(f"  noise floor: the lowered program in {finding.dtype} against float64, {finding.noise_floor:.3g}")
+        lines.append(
+            f"  noise floor: the lowered program in {finding.dtype} against float64, {finding.noise_floor:.3g}"
+        )
     if finding.first is None:
         lines.append("no rung diverges: the result agrees with the reference at every layer of the stack")
     else:
@@ -177,23 +222,32 @@ def render(finding: Finding) -> str:
         if finding.specialized and finding.first == "R2":
             lines.append(f"  {finding.specialized}")
         if finding.origin and finding.accumulated:
-            lines.append(f"  no op is wrong on its own (each, fed the rung below's inputs, is within the gate): the rung's "
-                         f"roundings accumulate, first beyond the gate at {finding.origin.text()}")
+            lines.append(
+                f"  no op is wrong on its own (each, fed the rung below's inputs, is within the gate): the rung's "
+                f"roundings accumulate, first beyond the gate at {finding.origin.text()}"
+            )
         elif finding.origin:
             lines.append(f"  originates at {finding.origin.text()}")
         if finding.manifests:
             first, last = finding.manifests[0], finding.manifests[-1]
             lines.append(f"  shows in {len(finding.manifests)} op(s), first {first.text()}, last {last.text()}")
         if finding.reaches_output is not None:
-            lines.append("  reaches the output" if finding.reaches_output else
-                         "  does not reach the output: the end-to-end check passes, and the bug is real")
+            lines.append(
+                "  reaches the output"
+                if finding.reaches_output
+                else "  does not reach the output: the end-to-end check passes, and the bug is real"
+            )
         if finding.bisect:
             lines.append(f"  bisect: {finding.bisect}")
         if finding.repro:
-            lines.append(f"  repro: landscape debug --from-file {finding.repro} --target {finding.target}"
-                         + "".join(f" --inject {f}" for f in finding.faults))
+            lines.append(
+                f"  repro: landscape debug --from-file {finding.repro} --target {finding.target}"
+                + "".join(f" --inject {f}" for f in finding.faults)
+            )
         if finding.shrunk:
-            lines.append(f"  shrunk: {finding.shrunk} (main cut short, returning the op it ends at; it still diverges at {finding.first})")
+            lines.append(
+                f"  shrunk: {finding.shrunk} (main cut short, returning the op it ends at; it still diverges at {finding.first})"
+            )
     for e in finding.events:
         lines.append(f"  event: {e}")
     for n in finding.not_planted:

@@ -114,8 +114,12 @@ def guarded_stdout() -> Iterator[None]:
         yield
         return
     raw = _GuardedRaw(fd)
-    guarded = io.TextIOWrapper(io.BufferedWriter(raw), encoding=original.encoding, errors=original.errors,
-                               line_buffering=original.line_buffering)
+    guarded = io.TextIOWrapper(
+        io.BufferedWriter(raw),
+        encoding=original.encoding,
+        errors=original.errors,
+        line_buffering=original.line_buffering,
+    )
     sys.stdout = guarded
     try:
         yield
@@ -147,8 +151,10 @@ def _say(line: str) -> None:
 def _usage_line(err: click.UsageError) -> str:
     if isinstance(err, click.NoSuchOption) and re.fullmatch(r"-\d[\d_.]*", err.option_name or ""):
         command = err.ctx.info_name if err.ctx else "landscape"
-        return (f"{command}: {err.option_name} is not a valid size; sizes are integers >= 1 "
-                f"(a negative number is read as an option)")
+        return (
+            f"{command}: {err.option_name} is not a valid size; sizes are integers >= 1 "
+            f"(a negative number is read as an option)"
+        )
     return " ".join(err.format_message().split())
 
 

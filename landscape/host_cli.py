@@ -69,15 +69,27 @@ def _host_target(target_file: str):
     except BadTargetFile as err:  # an older calibration's file lacks the keys the model reads now
         raise BadTargetFile(err.path, err.key, f"{err.expected} ({remedy} to replace it)") from None
     if target.family_record is not CPU:
-        raise BadTargetFile(path, "family", f"\"{CPU.name}\" (a host-cpu file), got {target.family_record.name!r}")
+        raise BadTargetFile(path, "family", f'"{CPU.name}" (a host-cpu file), got {target.family_record.name!r}')
     return target
 
 
 @click.command()
 @click.argument("target_name", metavar="TARGET")
-@click.option("--out", "out_dir", default="out/calibration", show_default=True,
-              help="Folder for host-cpu.toml (the target file) and host-cpu.csv (its measured rows).")
-@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row, from 0.01 to 10.")
+@click.option(
+    "--out",
+    "out_dir",
+    default="out/calibration",
+    show_default=True,
+    help="Folder for host-cpu.toml (the target file) and host-cpu.csv (its measured rows).",
+)
+@click.option(
+    "--min-run-s",
+    "min_run_s",
+    type=float,
+    default=0.25,
+    show_default=True,
+    help="Seconds of timing per row, from 0.01 to 10.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     """Measure this machine and write a host-cpu target file whose fitted values cite their rows.
@@ -109,14 +121,26 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     host = read_host()
     if not as_json:
         click.echo(f"calibrating {host.describe()}")
-    progress = None if as_json else (lambda m: click.echo(
-        f"  {m.spec.id} {m.spec.runtime:8s} {m.spec.workload}{' ' + m.spec.fn if m.spec.fn else ''}"
-        f"{' in ' + m.spec.level if m.spec.level else ''} "
-        f"{m.spec.dtype} size {m.spec.size}: {m.median_s * 1e6:,.2f} us (IQR {m.iqr_s * 1e6:,.2f})"))
+    progress = (
+        None
+        if as_json
+        else (
+            lambda m: click.echo(
+                f"  {m.spec.id} {m.spec.runtime:8s} {m.spec.workload}{' ' + m.spec.fn if m.spec.fn else ''}"
+                f"{' in ' + m.spec.level if m.spec.level else ''} "
+                f"{m.spec.dtype} size {m.spec.size}: {m.median_s * 1e6:,.2f} us (IQR {m.iqr_s * 1e6:,.2f})"
+            )
+        )
+    )
     toml_path, csv_path, fits = run(Path(folder), min_run_s, progress)
     if as_json:
-        print_json({"target_file": str(toml_path), "rows_file": str(csv_path),
-                    "fitted": {k: {"value": v, "rows": r} for k, (v, r) in fits.items()}})
+        print_json(
+            {
+                "target_file": str(toml_path),
+                "rows_file": str(csv_path),
+                "fitted": {k: {"value": v, "rows": r} for k, (v, r) in fits.items()},
+            }
+        )
         return
     for key, (value, rows) in sorted(fits.items()):
         click.echo(f"  {key} = {value:.4g}   (rows {rows})")
@@ -125,12 +149,41 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
 
 @click.command()
 @click.argument("target_name", metavar="TARGET")
-@click.option("--target-file", "target_file", default=None,
-              help="A target file from `landscape calibrate host-cpu` (default: hardware_models/targets/host-cpu.toml).")
-@click.option("--kernels", "kernels", default=None, metavar="NAME,...", help="Catalogue kernels to run (default: every kernel and block).")
-@click.option("--sizes", "sizes", default=None, metavar="small,large", help="Catalogue defaults (small), work-dominated sizes (large), or both (default).")
-@click.option("--runtimes", "runtimes", default=None, metavar="eager,inductor,xla", help="Which of the three ways to run (default: all).")
-@click.option("--min-run-s", "min_run_s", type=float, default=0.25, show_default=True, help="Seconds of timing per row, from 0.01 to 10.")
+@click.option(
+    "--target-file",
+    "target_file",
+    default=None,
+    help="A target file from `landscape calibrate host-cpu` (default: hardware_models/targets/host-cpu.toml).",
+)
+@click.option(
+    "--kernels",
+    "kernels",
+    default=None,
+    metavar="NAME,...",
+    help="Catalogue kernels to run (default: every kernel and block).",
+)
+@click.option(
+    "--sizes",
+    "sizes",
+    default=None,
+    metavar="small,large",
+    help="Catalogue defaults (small), work-dominated sizes (large), or both (default).",
+)
+@click.option(
+    "--runtimes",
+    "runtimes",
+    default=None,
+    metavar="eager,inductor,xla",
+    help="Which of the three ways to run (default: all).",
+)
+@click.option(
+    "--min-run-s",
+    "min_run_s",
+    type=float,
+    default=0.25,
+    show_default=True,
+    help="Seconds of timing per row, from 0.01 to 10.",
+)
 @click.option("--csv", "csv_path", default=None, help="Also write the rows to this CSV file.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_path, as_json) -> None:
@@ -165,8 +218,11 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
         click.echo(note, err=True)
     if not as_json:  # the rows come all at once, after PASSES sweeps over them (host_validate.validate)
         whole = " (2 to 3 minutes for the whole catalogue on 2 cores)" if names is None else ""
-        click.echo(f"timing the catalogue on {Path(target.path).name}'s machine: every row built and compiled, "
-                   f"then timed in {PASSES} sweeps{whole}", err=True)
+        click.echo(
+            f"timing the catalogue on {Path(target.path).name}'s machine: every row built and compiled, "
+            f"then timed in {PASSES} sweeps{whole}",
+            err=True,
+        )
     before = drift(target, min_run_s)
     rows = run(target, names, size_list, runtime_list, min_run_s)
     after = drift(target, min_run_s) if before else {}
@@ -177,8 +233,16 @@ def validate(target_name, target_file, kernels, sizes, runtimes, min_run_s, csv_
         if not as_json:
             click.echo(f"wrote {csv_path}", err=True)
     if as_json:
-        print_json({"target": target.name, "target_file": target.path, "machine_note": note,
-                    "rows": [r.to_dict() for r in rows], "summary": summary(rows), "drift": {"before": before, "after": after}})
+        print_json(
+            {
+                "target": target.name,
+                "target_file": target.path,
+                "machine_note": note,
+                "rows": [r.to_dict() for r in rows],
+                "summary": summary(rows),
+                "drift": {"before": before, "after": after},
+            }
+        )
         return
     click.echo(render_rows(rows, summary(rows), target))
     click.echo(render_drift(before, after))

@@ -44,7 +44,7 @@ from hardware_models.host_calibration import (
 )
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
-BLOCK_S = 2e-3    # a JAX block: long enough that the clock's resolution does not matter
+BLOCK_S = 2e-3  # a JAX block: long enough that the clock's resolution does not matter
 
 
 def time_torch(fn, min_run_s: float = MIN_RUN_S) -> tuple[float, float, int]:
@@ -148,10 +148,22 @@ def _torch_function(fn: str):
     import torch
     import torch.nn.functional as F
 
-    return {"exponential": torch.exp, "log": torch.log, "tanh": torch.tanh, "logistic": torch.sigmoid, "erf": torch.erf,
-            "erfc": torch.erfc, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sine": torch.sin, "cosine": torch.cos,
-            "gelu": F.gelu, "silu": F.silu, "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,), *_affine()),
-            "softmax": lambda x: torch.softmax(x.view(-1, REDUCE_ROW), -1)}[fn]
+    return {
+        "exponential": torch.exp,
+        "log": torch.log,
+        "tanh": torch.tanh,
+        "logistic": torch.sigmoid,
+        "erf": torch.erf,
+        "erfc": torch.erfc,
+        "sqrt": torch.sqrt,
+        "rsqrt": torch.rsqrt,
+        "sine": torch.sin,
+        "cosine": torch.cos,
+        "gelu": F.gelu,
+        "silu": F.silu,
+        "layer_norm": lambda x: F.layer_norm(x.view(-1, REDUCE_ROW), (REDUCE_ROW,), *_affine()),
+        "softmax": lambda x: torch.softmax(x.view(-1, REDUCE_ROW), -1),
+    }[fn]
 
 
 def _affine():
@@ -166,8 +178,18 @@ def _jax_function(fn: str):
     import jax
     import jax.numpy as jnp
 
-    return {"exponential": jnp.exp, "log": jnp.log, "tanh": jnp.tanh, "logistic": jax.nn.sigmoid, "erf": jax.lax.erf,
-            "erfc": jax.lax.erfc, "sqrt": jnp.sqrt, "rsqrt": jax.lax.rsqrt, "sine": jnp.sin, "cosine": jnp.cos}[fn]
+    return {
+        "exponential": jnp.exp,
+        "log": jnp.log,
+        "tanh": jnp.tanh,
+        "logistic": jax.nn.sigmoid,
+        "erf": jax.lax.erf,
+        "erfc": jax.lax.erfc,
+        "sqrt": jnp.sqrt,
+        "rsqrt": jax.lax.rsqrt,
+        "sine": jnp.sin,
+        "cosine": jnp.cos,
+    }[fn]
 
 
 def _torch_row_call(spec: RowSpec):
@@ -301,6 +323,7 @@ def _jax_row(spec: RowSpec):
         f = jax.jit(lambda xs, *ws: tuple(xs[i] @ ws[i % len(ws)] for i in range(16)))
         return lambda: f(xs, *weights)
     if spec.workload == "mm-chain":
+
         def chain(x, w):
             for _ in range(spec.size):
                 x = x @ w
@@ -324,7 +347,11 @@ def _jax_row(spec: RowSpec):
     if spec.workload == "conv":  # NHWC, as the JAX side's nnx.Conv runs it
         batch, c_in, c_out, hw = conv_shape(spec.size)
         x, w = jax.random.normal(keys[0], (batch, hw, hw, c_in)), jax.random.normal(keys[1], (3, 3, c_in, c_out)) / c_in
-        f = jax.jit(lambda a, b: jax.lax.conv_general_dilated(a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")))
+        f = jax.jit(
+            lambda a, b: jax.lax.conv_general_dilated(
+                a, b, (1, 1), ((1, 1), (1, 1)), dimension_numbers=("NHWC", "HWIO", "NHWC")
+            )
+        )
         return lambda: f(x, w)
     x, y = (jax.random.normal(k, (spec.size,), dtype) for k in keys)
     if spec.workload == "reduce":
@@ -393,7 +420,11 @@ def measure_rows(specs: list[RowSpec], min_run_s: float = MIN_RUN_S, progress=No
         if spec.workload in ("mean", "index-add"):  # its size: the nested ops the eager tracer sees in it
             from landscape.host_trace import trace_eager
 
-            call, inputs = ((lambda x: torch.mean(x, -1)), [torch.randn(1, 1)]) if spec.workload == "mean" else (_index_add_call(), [])
+            call, inputs = (
+                ((lambda x: torch.mean(x, -1)), [torch.randn(1, 1)])
+                if spec.workload == "mean"
+                else (_index_add_call(), [])
+            )
             with torch.inference_mode():
                 ops = trace_eager(call, inputs)
             spec = replace(spec, size=sum(op.nested for op in ops))

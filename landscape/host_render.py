@@ -13,16 +13,22 @@ def _us(seconds: float) -> str:
 
 
 def render_rows(rows: list[Row], summary: dict, target) -> str:
-    lines = [f"host-cpu validation: {target.description} (target file {target.path})",
-             f"{'entry':15s} {'size':5s} {'runtime':9s} {'measured us':>12s} {'IQR':>8s} {'predicted us':>13s} {'error':>7s}  kernels"]
+    lines = [
+        f"host-cpu validation: {target.description} (target file {target.path})",
+        f"{'entry':15s} {'size':5s} {'runtime':9s} {'measured us':>12s} {'IQR':>8s} {'predicted us':>13s} {'error':>7s}  kernels",
+    ]
     for r in rows:
-        lines.append(f"{r.entry:15s} {r.size:5s} {r.runtime:9s} {_us(r.measured_s):>12s} {_us(r.iqr_s):>8s} "
-                     f"{_us(r.predicted_s):>13s} {r.error:>+7.0%}  {r.kernels}")
+        lines.append(
+            f"{r.entry:15s} {r.size:5s} {r.runtime:9s} {_us(r.measured_s):>12s} {_us(r.iqr_s):>8s} "
+            f"{_us(r.predicted_s):>13s} {r.error:>+7.0%}  {r.kernels}"
+        )
     lines.append("")
     for key, s in summary.items():
         label = "all rows" if key == "all" else RUNTIME_LABELS[key]
-        lines.append(f"{label:26s} median |error| {s['median_abs_error']:.1%}, worst ratio {s['worst_ratio']:.2f}x, "
-                     f"{s['within_2x']} of {s['rows']} rows within 2x")
+        lines.append(
+            f"{label:26s} median |error| {s['median_abs_error']:.1%}, worst ratio {s['worst_ratio']:.2f}x, "
+            f"{s['within_2x']} of {s['rows']} rows within 2x"
+        )
     return "\n".join(lines)
 
 
@@ -40,7 +46,13 @@ def rows_csv(rows: list[Row]) -> str:
     writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
     writer.writeheader()
     for r in rows:
-        writer.writerow({**r.to_dict(), "measured_s": f"{r.measured_s:.6e}", "iqr_s": f"{r.iqr_s:.3e}",
-                         "predicted_s": f"{r.predicted_s:.6e}", "error": f"{r.error:+.4f}"})
+        writer.writerow(
+            {
+                **r.to_dict(),
+                "measured_s": f"{r.measured_s:.6e}",
+                "iqr_s": f"{r.iqr_s:.3e}",
+                "predicted_s": f"{r.predicted_s:.6e}",
+                "error": f"{r.error:+.4f}",
+            }
+        )
     return buffer.getvalue()
-

@@ -32,21 +32,85 @@ def module_reads(module, inputs) -> tuple[int, int]:
 CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu")
 # ATen ops that take one transcendental per output element, and the function whose rate each runs
 # at (hardware_models/cost/cpu.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
-TRANSCENDENTAL = {"exp": "exponential", "log": "log", "sin": "sine", "cos": "cosine", "tanh": "tanh", "erf": "erf",
-                  "erfc": "erfc", "sigmoid": "logistic", "silu": "silu", "gelu": "gelu", "rsqrt": "rsqrt", "sqrt": "sqrt",
-                  "_softmax": "softmax", "_log_softmax": "softmax",  # not pow: ATen squares with a multiply
-                  "native_layer_norm": "layer_norm"}  # an ATen kernel of its own (moments, then the scaling), its own row
+TRANSCENDENTAL = {
+    "exp": "exponential",
+    "log": "log",
+    "sin": "sine",
+    "cos": "cosine",
+    "tanh": "tanh",
+    "erf": "erf",
+    "erfc": "erfc",
+    "sigmoid": "logistic",
+    "silu": "silu",
+    "gelu": "gelu",
+    "rsqrt": "rsqrt",
+    "sqrt": "sqrt",
+    "_softmax": "softmax",
+    "_log_softmax": "softmax",  # not pow: ATen squares with a multiply
+    "native_layer_norm": "layer_norm",
+}  # an ATen kernel of its own (moments, then the scaling), its own row
 # ATen reductions: each reads its input once at the reduction rate (cost/cpu.py reduce_rate), in place of FLOPs.
-REDUCTIONS = ("sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "linalg_vector_norm", "var", "std", "var_mean",
-              "std_mean", "logsumexp", "argmax", "argmin", "all", "any")
+REDUCTIONS = (
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "prod",
+    "norm",
+    "linalg_vector_norm",
+    "var",
+    "std",
+    "var_mean",
+    "std_mean",
+    "logsumexp",
+    "argmax",
+    "argmin",
+    "all",
+    "any",
+)
 # Ops that read only the rows their indices name (the table is not streamed), and ops that write
 # into their first argument (no new output).
 GATHERS = ("embedding", "index_select", "gather", "index")
 # Bookkeeping the dispatcher answers without a kernel: not counted, no work.
-BOOKKEEPING = ("result_type", "resolve_conj", "resolve_neg", "empty", "empty_strided", "empty_like", "detach",
-               "alias", "lift_fresh", "_has_compatible_shallow_copy_type", "is_nonzero", "item", "_local_scalar_dense")
-VIEWS = ("view", "_unsafe_view", "reshape", "transpose", "t", "permute", "as_strided", "expand", "slice", "select",
-         "unsqueeze", "squeeze", "narrow", "chunk", "split", "split_with_sizes", "unbind", "contiguous", "to", "type_as")
+BOOKKEEPING = (
+    "result_type",
+    "resolve_conj",
+    "resolve_neg",
+    "empty",
+    "empty_strided",
+    "empty_like",
+    "detach",
+    "alias",
+    "lift_fresh",
+    "_has_compatible_shallow_copy_type",
+    "is_nonzero",
+    "item",
+    "_local_scalar_dense",
+)
+VIEWS = (
+    "view",
+    "_unsafe_view",
+    "reshape",
+    "transpose",
+    "t",
+    "permute",
+    "as_strided",
+    "expand",
+    "slice",
+    "select",
+    "unsqueeze",
+    "squeeze",
+    "narrow",
+    "chunk",
+    "split",
+    "split_with_sizes",
+    "unbind",
+    "contiguous",
+    "to",
+    "type_as",
+)
 
 
 def _flops(name: str, shapes: list[tuple], out: int) -> int:
@@ -103,8 +167,11 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
             continue
         parent = event.cpu_parent
         nested = parent is not None and parent.name.startswith("aten::")
-        children = [c for c in event.cpu_children
-                    if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)]
+        children = [
+            c
+            for c in event.cpu_children
+            if c.name.startswith("aten::") and c.name.removeprefix("aten::") not in (*BOOKKEEPING, *VIEWS)
+        ]
         shapes = [tuple(s) for s in event.input_shapes if isinstance(s, (list, tuple)) and s]
         moved = flops = trans = out = reduced = depth = rhs = 0
         batch, mnk = 1, ()
@@ -137,7 +204,23 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
             elif "scaled_dot_product" in name:
                 batch = math.prod(shapes[0][:-2])
         rows = math.prod(shapes[0][:-1]) if "scaled_dot_product" in name and name in CONTRACTIONS and shapes else 0
-        ops.append(FrameworkOp(name, moved, flops, trans, name in CONTRACTIONS, "f32", nested, out if moved else 0,
-                               TRANSCENDENTAL.get(name, "exponential"), reduced=reduced, batch=batch, rows=rows,
-                               rhs_bytes=rhs, depth=depth, mnk=mnk))
+        ops.append(
+            FrameworkOp(
+                name,
+                moved,
+                flops,
+                trans,
+                name in CONTRACTIONS,
+                "f32",
+                nested,
+                out if moved else 0,
+                TRANSCENDENTAL.get(name, "exponential"),
+                reduced=reduced,
+                batch=batch,
+                rows=rows,
+                rhs_bytes=rhs,
+                depth=depth,
+                mnk=mnk,
+            )
+        )
     return ops

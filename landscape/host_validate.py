@@ -29,10 +29,15 @@ LARGE = {
     "batched_matmul": {"batch": 2, "heads": 4, "m": 128, "n": 128, "k": 128},
     "linear": {"m": 256, "k": 256, "n": 256},
     "conv2d": {"batch": 2, "c_in": 32, "c_out": 32, "height": 32, "width": 32},
-    "add": {"m": 512, "n": 512}, "mul": {"m": 512, "n": 512}, "relu": {"m": 512, "n": 512},
-    "gelu": {"m": 512, "n": 512}, "silu": {"m": 512, "n": 512},
-    "softmax": {"m": 512, "n": 512}, "log_softmax": {"m": 512, "n": 512},
-    "layernorm": {"m": 512, "d": 512}, "rmsnorm": {"m": 512, "d": 512},
+    "add": {"m": 512, "n": 512},
+    "mul": {"m": 512, "n": 512},
+    "relu": {"m": 512, "n": 512},
+    "gelu": {"m": 512, "n": 512},
+    "silu": {"m": 512, "n": 512},
+    "softmax": {"m": 512, "n": 512},
+    "log_softmax": {"m": 512, "n": 512},
+    "layernorm": {"m": 512, "d": 512},
+    "rmsnorm": {"m": 512, "d": 512},
     "rope": {"batch": 2, "seq": 256, "n_heads": 8, "head_dim": 64},
     "attention": {"batch": 2, "seq": 256, "n_heads": 8, "n_kv_heads": 2, "head_dim": 64},
     "mlp": {"m": 128, "d_model": 256, "d_ff": 1024},
@@ -80,8 +85,6 @@ def _label(shapes: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in shapes.items())
 
 
-
-
 @dataclass(frozen=True)
 class _Pending:
     """A row prepared for timing: its call (built, compiled at its first call) and its prediction."""
@@ -122,12 +125,29 @@ def _torch_rows(name, shapes, size, case, target, runtimes=RUNTIMES) -> list[_Pe
         traced = trace_eager(module, inputs)
         calls, parameters = module_reads(module, inputs)
     weights = sum(p.numel() * p.element_size() for p in module.parameters())
-    rows = [_Pending(name, size, "eager", _label(shapes), lambda: module(*inputs), eager_seconds(traced, target, calls, weights, parameters))]
+    rows = [
+        _Pending(
+            name,
+            size,
+            "eager",
+            _label(shapes),
+            lambda: module(*inputs),
+            eager_seconds(traced, target, calls, weights, parameters),
+        )
+    ]
     if "inductor" in runtimes:
         compiled = torch.compile(module, dynamic=False)
         graphs = compiled_graphs(compiled, inputs)
-        rows.append(_Pending(name, size, "inductor", _label(shapes), lambda: compiled(*inputs),
-                             compiled_seconds(ir, target, "inductor", graphs)))
+        rows.append(
+            _Pending(
+                name,
+                size,
+                "inductor",
+                _label(shapes),
+                lambda: compiled(*inputs),
+                compiled_seconds(ir, target, "inductor", graphs),
+            )
+        )
     return rows
 
 
@@ -155,8 +175,15 @@ def _jax_row(name, shapes, size, case, target) -> _Pending:
     return _Pending(name, size, "xla", _label(shapes), call, compiled_seconds(ir, target, "xla"))
 
 
-def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SIZES, runtimes: tuple[str, ...] = RUNTIMES,
-             min_run_s: float = MIN_RUN_S, progress=None, large: dict[str, dict] | None = None) -> list[Row]:
+def validate(
+    target,
+    names: list[str] | None = None,
+    sizes: tuple[str, ...] = SIZES,
+    runtimes: tuple[str, ...] = RUNTIMES,
+    min_run_s: float = MIN_RUN_S,
+    progress=None,
+    large: dict[str, dict] | None = None,
+) -> list[Row]:
     """Predict every (entry, size, runtime), then time them all (host_measure.sweep: each row's
     median over PASSES sweeps of them all). Every row runs routed (MoE: as the costed IR routes
     its tokens). `large`: the "large" size's shapes per entry (default LARGE)."""
@@ -180,13 +207,17 @@ def validate(target, names: list[str] | None = None, sizes: tuple[str, ...] = SI
                 given = (LARGE if large is None else large).get(name, {}) if size == "large" else {}
                 case = make_case(entry, entry.resolve(given), "float32")
                 if {"eager", "inductor"} & set(runtimes):
-                    pending += [r for r in _torch_rows(name, given, size, case, target, runtimes) if r.runtime in runtimes]
+                    pending += [
+                        r for r in _torch_rows(name, given, size, case, target, runtimes) if r.runtime in runtimes
+                    ]
                 if "xla" in runtimes:
                     pending.append(_jax_row(name, given, size, case, target))
         measured = sweep([(row.runtime, row.call) for row in pending], min_run_s)
     rows = []
     for row, (median, iqr, _) in zip(pending, measured):
-        rows.append(Row(row.entry, row.size, row.runtime, row.shapes, median, iqr, row.predicted.seconds, row.predicted.kernels))
+        rows.append(
+            Row(row.entry, row.size, row.runtime, row.shapes, median, iqr, row.predicted.seconds, row.predicted.kernels)
+        )
         if progress:
             progress(rows[-1])
     return rows
@@ -209,16 +240,25 @@ def drift(target, min_run_s: float = MIN_RUN_S) -> dict[str, float]:
     path = Path(target.path).with_suffix(".csv")
     if not path.is_file():
         return {}
-    rows = [m for m in read_rows(path) if (m.spec.runtime, m.spec.workload, m.spec.size) in ANCHORS and m.spec.dtype == "f32"]
+    rows = [
+        m
+        for m in read_rows(path)
+        if (m.spec.runtime, m.spec.workload, m.spec.size) in ANCHORS and m.spec.dtype == "f32"
+    ]
     now = measure_rows([m.spec for m in rows], min_run_s)
     return {m.spec.id: n.median_s / m.median_s for m, n in zip(rows, now)}
 
 
 def summary(rows: list[Row]) -> dict:
     """Median |error| and worst ratio, per runtime and overall; rows within 2x."""
+
     def stats(rs):
-        return {"rows": len(rs), "median_abs_error": statistics.median(abs(r.error) for r in rs),
-                "worst_ratio": max(r.ratio for r in rs), "within_2x": sum(r.ratio <= 2 for r in rs)}
+        return {
+            "rows": len(rs),
+            "median_abs_error": statistics.median(abs(r.error) for r in rs),
+            "worst_ratio": max(r.ratio for r in rs),
+            "within_2x": sum(r.ratio <= 2 for r in rs),
+        }
 
     out = {"all": stats(rows)} if rows else {}
     for runtime in RUNTIMES:

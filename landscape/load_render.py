@@ -26,12 +26,14 @@ def _latency_table(summary: dict, title: str):
 
 def _lines(summary: dict) -> list[str]:
     cache = summary["kv_cache"]
-    return [f"throughput {summary['output_tokens_per_s']:,.0f} output tokens/s ({summary['output_tokens_per_s_per_chip']:,.0f} "
-            f"a chip), {summary['requests_per_s']:.3g} requests/s, mean in flight {summary['mean_in_flight']:.3g}",
-            f"{summary['requests']:,} requests measured ({summary['warmup']:,} warm-up) over {format_seconds(summary['duration_s'])}"
-            f" in {summary['iterations']:,} engine steps; {summary['preemptions']:,} preemptions",
-            f"KV cache: {cache['blocks']:,} blocks of {cache['block_tokens']} tokens; occupancy mean "
-            f"{cache['mean_occupancy']:.1%}, peak {cache['peak_occupancy']:.1%}"]
+    return [
+        f"throughput {summary['output_tokens_per_s']:,.0f} output tokens/s ({summary['output_tokens_per_s_per_chip']:,.0f} "
+        f"a chip), {summary['requests_per_s']:.3g} requests/s, mean in flight {summary['mean_in_flight']:.3g}",
+        f"{summary['requests']:,} requests measured ({summary['warmup']:,} warm-up) over {format_seconds(summary['duration_s'])}"
+        f" in {summary['iterations']:,} engine steps; {summary['preemptions']:,} preemptions",
+        f"KV cache: {cache['blocks']:,} blocks of {cache['block_tokens']} tokens; occupancy mean "
+        f"{cache['mean_occupancy']:.1%}, peak {cache['peak_occupancy']:.1%}",
+    ]
 
 
 def render_serving(data: dict) -> None:
@@ -42,9 +44,12 @@ def render_serving(data: dict) -> None:
     d = data["deployment"]
     e = d["engine"]
     load = ", ".join(f"{k} {v}" for k, v in data["load"].items())
-    console.print(f"[bold]{d['model']} on {d['chips']} {d['target']} {d['chip_unit']}(s)[/bold]: {load}; "
-                  f"{e['scheduler']} scheduler, {e['token_budget']} tokens a step, up to {e['max_batch']} running, "
-                  f"{e['cache']} cache", highlight=False)
+    console.print(
+        f"[bold]{d['model']} on {d['chips']} {d['target']} {d['chip_unit']}(s)[/bold]: {load}; "
+        f"{e['scheduler']} scheduler, {e['token_budget']} tokens a step, up to {e['max_batch']} running, "
+        f"{e['cache']} cache",
+        highlight=False,
+    )
     console.print(_latency_table(data, "latency per request"))
     for line in _lines(data):
         console.print(line, highlight=False)
@@ -58,12 +63,17 @@ def render_capacity(data: dict) -> None:
 
     console = Console()
     best, slo, mode = data["best"], data["slo"], data["search"]
-    limits = " and ".join(f"P{slo['percentile']} {label} <= {format_seconds(slo[key])}"
-                          for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) if slo[key] is not None)
+    limits = " and ".join(
+        f"P{slo['percentile']} {label} <= {format_seconds(slo[key])}"
+        for label, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+        if slo[key] is not None
+    )
     unit = "requests/s" if mode == "rate" else "requests in flight"
-    console.print(f"[bold]capacity under {limits}[/bold]: {best[mode]:.4g} {unit} on {best['chips']} chip(s) with at most "
-                  f"{best['max_batch']} running ({best[mode + '_per_chip']:.4g} a chip); {len(data['trials'])} simulations",
-                  highlight=False)
+    console.print(
+        f"[bold]capacity under {limits}[/bold]: {best[mode]:.4g} {unit} on {best['chips']} chip(s) with at most "
+        f"{best['max_batch']} running ({best[mode + '_per_chip']:.4g} a chip); {len(data['trials'])} simulations",
+        highlight=False,
+    )
     console.print(_latency_table(best, "at that load"))
     for line in _lines(best):
         console.print(line, highlight=False)

@@ -52,7 +52,12 @@ class ModuleAgreement:
         return next(r for r in self.results if r.dtype == canonical)
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "ok": self.ok, "notes": list(self.notes), "dtypes": [r.to_dict() for r in self.results]}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "notes": list(self.notes),
+            "dtypes": [r.to_dict() for r in self.results],
+        }
 
     def summary(self) -> str:
         """One line per dtype and comparison: max abs error, the bound, pass or FAIL."""
@@ -99,7 +104,9 @@ def _torch_outputs(module, inputs: Sequence[np.ndarray], dropped: dict) -> Outpu
     with torch.inference_mode():
         out = module(*(to_torch(np.ascontiguousarray(x)) for x in inputs))
     tensors = tensor_outputs(out, dropped)
-    return tuple(to_numpy(t).astype(np.float64) for t in tensors), tuple(str(t.dtype).removeprefix("torch.") for t in tensors)
+    return tuple(to_numpy(t).astype(np.float64) for t in tensors), tuple(
+        str(t.dtype).removeprefix("torch.") for t in tensors
+    )
 
 
 def _torch_side(module, weights: dict[str, np.ndarray], dtype, inputs, dropped: dict) -> Outputs:
@@ -112,8 +119,10 @@ def _torch_side(module, weights: dict[str, np.ndarray], dtype, inputs, dropped: 
 
 
 # The NNX layers whose weights move by rule (jax_side.params.RULES); a bare nnx.Param is not one.
-NNX_RULE_HINT = ("an NNX port's weights move only into nnx.Linear, nnx.Conv, nnx.LayerNorm, nnx.RMSNorm and nnx.Embed "
-                 "layers named as the module's; for other parameters, port as a function of the state_dict")
+NNX_RULE_HINT = (
+    "an NNX port's weights move only into nnx.Linear, nnx.Conv, nnx.LayerNorm, nnx.RMSNorm and nnx.Embed "
+    "layers named as the module's; for other parameters, port as a function of the state_dict"
+)
 
 
 def _jax_side(jax_fn, weights: dict[str, np.ndarray], param_names: set[str], inputs) -> Outputs:
@@ -189,9 +198,13 @@ def check_module_agreement(
             expected, _ = _torch_side(torch_module, weights64, torch.float64, args64, dropped)
         else:
             out = reference(weights64, *args64)
-            expected = tuple(np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (tuple, list)) else (out,)))
-        ran = {"torch": _torch_side(torch_module, weights, getattr(torch, dtype), args, dropped),
-               "jax": _jax_side(jax_fn, weights, param_names, args)}
+            expected = tuple(
+                np.asarray(o, dtype=np.float64) for o in (out if isinstance(out, (tuple, list)) else (out,))
+            )
+        ran = {
+            "torch": _torch_side(torch_module, weights, getattr(torch, dtype), args, dropped),
+            "jax": _jax_side(jax_fn, weights, param_names, args),
+        }
         sides = {side: outs for side, (outs, _) in ran.items()}
         for side, (outs, types) in ran.items():
             if len(outs) != len(expected):

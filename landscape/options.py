@@ -35,7 +35,13 @@ class DecimalRange(click.IntRange):
                 self.fail(f"{value!r} is not an integer in plain decimal digits; {self.choices()}", param, ctx)
         number = int(value) if not isinstance(value, int) else value
         if self.max is not None and number > self.max:
-            self.fail(f"{number} is larger than {self.max:,}" + (" (int64)" if self.max == INT64_MAX else "") + f"; {self.choices()}", param, ctx)
+            self.fail(
+                f"{number} is larger than {self.max:,}"
+                + (" (int64)" if self.max == INT64_MAX else "")
+                + f"; {self.choices()}",
+                param,
+                ctx,
+            )
         if self.min is not None and number < self.min:
             self.fail(f"{number} is below {self.min}; {self.choices()}", param, ctx)
         return super().convert(number, param, ctx)
@@ -70,8 +76,10 @@ class BatchParam(DecimalRange):
 
 BATCH = BatchParam(min=1, max=INT64_MAX)
 SEED = DecimalRange(min=SEED_RANGE[0], max=SEED_RANGE[1])
-ALLOW_BEYOND_CONTEXT_HELP = ("Accept more tokens than the model's context length (max_position_embeddings); "
-                             "the output then carries a note saying so.")
+ALLOW_BEYOND_CONTEXT_HELP = (
+    "Accept more tokens than the model's context length (max_position_embeddings); "
+    "the output then carries a note saying so."
+)
 
 
 class DTypeParam(click.ParamType):
@@ -94,7 +102,9 @@ class DTypeParam(click.ParamType):
             dtype = get_dtype(value, self.allowed)
         except UnknownName:
             aliases = [s for d in DTYPE_TABLE if d.name in self.allowed for s in d.spellings if s not in self.shown]
-            self.fail(f"unknown {self.kind} {value!r}; valid: {', '.join(self.shown)} (or {', '.join(aliases)})", param, ctx)
+            self.fail(
+                f"unknown {self.kind} {value!r}; valid: {', '.join(self.shown)} (or {', '.join(aliases)})", param, ctx
+            )
         return dtype.short if self.short else dtype.name
 
 
@@ -121,7 +131,9 @@ def parse_settings(settings: tuple[str, ...]) -> dict[str, float]:
         if not sep or not key:
             raise MalformedInput(f"--set expects SECTION.KEY=NUMBER, got {item!r}")
         if not _NUMBER.fullmatch(value):
-            raise MalformedInput(f"--set {key}: {value!r} is not a number; --set expects SECTION.KEY=NUMBER (e.g. 2e-6)")
+            raise MalformedInput(
+                f"--set {key}: {value!r} is not a number; --set expects SECTION.KEY=NUMBER (e.g. 2e-6)"
+            )
         if key in out:
             raise MalformedInput(f"--set gives {key} twice; give each key once")
         out[key] = float(value)
@@ -164,7 +176,9 @@ def parse_target_list(text: str) -> list[str]:
         return valid
     names = [t.strip() for t in text.split(",")]
     if any(names) and not all(names):
-        raise MalformedInput(f"--targets {text!r} has an empty item; give names separated by single commas; valid: {', '.join(valid)}")
+        raise MalformedInput(
+            f"--targets {text!r} has an empty item; give names separated by single commas; valid: {', '.join(valid)}"
+        )
     names = [n for n in names if n]
     if not names:
         raise MalformedInput(f"--targets is empty; give a comma-separated list or 'all'; valid: {', '.join(valid)}")
@@ -286,31 +300,60 @@ def parse_sides(text: str, at_least: int = 2, at_most: int | None = None, comman
             if side not in SIDES:
                 raise UnknownName("side", side, (*SIDES, "all"))
         if len(set(sides)) != len(sides) or len(sides) < at_least:
-            raise MalformedInput(f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}")
+            raise MalformedInput(
+                f"--sides takes {at_least} or more different paths of {', '.join(SIDES)} (or all); got {text!r}"
+            )
     if at_most is not None and len(sides) > at_most:
-        raise MalformedInput(f"{command} compares {at_most} paths; --sides {text} names {len(sides)}: {', '.join(sides)} "
-                             "(compare --sides takes more)")
+        raise MalformedInput(
+            f"{command} compares {at_most} paths; --sides {text} names {len(sides)}: {', '.join(sides)} "
+            "(compare --sides takes more)"
+        )
     if "torch-xla" in sides and not available():
         raise PathUnavailable(unavailable_reason())
     return sides
 
 
 def shape_options(fn):
-    fn = click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)(fn)
-    fn = click.option("--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer.")(fn)
+    fn = click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)(
+        fn
+    )
+    fn = click.option(
+        "--flat", is_flag=True, help="Lower a model layer by layer instead of one block called per layer."
+    )(fn)
     fn = click.option("--dtype", type=DTYPE, default="float32", show_default=True, help=DTYPE_HELP)(fn)
-    fn = click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
-                      help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")(fn)
+    fn = click.option(
+        "--shape",
+        "shapes",
+        multiple=True,
+        metavar="PARAM=VALUE",
+        help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.",
+    )(fn)
     return fn
 
 
 def estimate_options(fn):
-    fn = click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE",
-                      help="Override a target quantity (an assumed knob), e.g. schedule.launch_overhead_s=2e-6; repeatable.")(fn)
-    fn = click.option("--from-file", "from_file", type=click.Path(dir_okay=False), help="Read StableHLO text instead of lowering NAME.")(fn)
+    fn = click.option(
+        "--set",
+        "settings",
+        multiple=True,
+        metavar="SECTION.KEY=VALUE",
+        help="Override a target quantity (an assumed knob), e.g. schedule.launch_overhead_s=2e-6; repeatable.",
+    )(fn)
+    fn = click.option(
+        "--from-file",
+        "from_file",
+        type=click.Path(dir_okay=False),
+        help="Read StableHLO text instead of lowering NAME.",
+    )(fn)
     fn = shape_options(fn)
     fn = click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)(fn)
-    fn = click.option("--target", "target_name", required=True, help="A target from `landscape targets` (h100, tpu-v5e, ...).")(fn)
-    fn = click.option("--chips", type=SIZE, default=None,
-                      help="Chips (wafers on Cerebras) to spread the program over; default: the fewest that hold it.")(fn)
+    fn = click.option(
+        "--target", "target_name", required=True, help="A target from `landscape targets` (h100, tpu-v5e, ...)."
+    )(fn)
+    fn = click.option(
+        "--chips",
+        type=SIZE,
+        default=None,
+        help="Chips (wafers on Cerebras) to spread the program over; default: the fewest that hold it.",
+    )(fn)
     return fn

@@ -98,8 +98,10 @@ def _probe(folder: Path, option: str, shown: Path) -> None:
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except OSError as err:
-        raise BadOutput(f"{option} {shown}: cannot create files in {folder} (creating one there failed: "
-                        f"{(err.strerror or str(err)).lower()})") from None
+        raise BadOutput(
+            f"{option} {shown}: cannot create files in {folder} (creating one there failed: "
+            f"{(err.strerror or str(err)).lower()})"
+        ) from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(probe)
@@ -238,8 +240,10 @@ class OutputDir:
             return None
         if not self.force:
             shown = ", ".join(present[:3]) + (", ..." if len(present) > 3 else "")
-            raise BadOutput(f"{self.option} {self.path}: already holds a report ({shown}); pass --force to "
-                            f"replace the files an earlier run wrote there (files it did not write are kept)")
+            raise BadOutput(
+                f"{self.option} {self.path}: already holds a report ({shown}); pass --force to "
+                f"replace the files an earlier run wrote there (files it did not write are kept)"
+            )
         try:
             files = json.loads((self.abs / MANIFEST).read_text())["files"]
             return [f for f in files if isinstance(f, str) and ".." not in Path(f).parts and not Path(f).is_absolute()]
@@ -253,14 +257,18 @@ class OutputDir:
             try:
                 fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as err:
-                raise BadOutput(f"{self.option} {self.path}: cannot create the lock {self.lock_path}: {err.strerror}") from None
+                raise BadOutput(
+                    f"{self.option} {self.path}: cannot create the lock {self.lock_path}: {err.strerror}"
+                ) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
                 os.close(fd)
                 if err.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise BadOutput(f"{self.option} {self.path}: another landscape run is writing it (lock {self.lock_path} "
-                                    f"is held); wait for it to finish or choose another folder") from None
+                    raise BadOutput(
+                        f"{self.option} {self.path}: another landscape run is writing it (lock {self.lock_path} "
+                        f"is held); wait for it to finish or choose another folder"
+                    ) from None
                 raise
             try:
                 same = os.stat(self.lock_path).st_ino == os.fstat(fd).st_ino
@@ -292,7 +300,9 @@ class OutputDir:
             self.staging.mkdir(parents=True)
             writer(str(self.staging))
             files = sorted(p.relative_to(self.staging).as_posix() for p in self.staging.rglob("*") if p.is_file())
-            (self.staging / MANIFEST).write_text(dump_json({"written_by": f"landscape {command}", "files": files}) + "\n")
+            (self.staging / MANIFEST).write_text(
+                dump_json({"written_by": f"landscape {command}", "files": files}) + "\n"
+            )
             with _signals_held():
                 self._install(files)
         except OSError as err:
@@ -315,8 +325,10 @@ class OutputDir:
         theirs = [f for f in files if f not in ours and ((final / f).exists() or (final / f).is_symlink())]
         if theirs:
             shown = ", ".join(theirs[:3]) + (f" and {len(theirs) - 3} more" if len(theirs) > 3 else "")
-            raise BadOutput(f"{self.option} {self.path}: {shown} is not a file an earlier run wrote (not in "
-                            f"{MANIFEST}), and this report writes one there; move it or choose another folder")
+            raise BadOutput(
+                f"{self.option} {self.path}: {shown} is not a file an earlier run wrote (not in "
+                f"{MANIFEST}), and this report writes one there; move it or choose another folder"
+            )
         for name in (MANIFEST, *REPORT_LAST, *(self.previous or [])):
             target = final / name
             if target.is_file() or target.is_symlink():

@@ -48,10 +48,14 @@ def kernel_cause(top: dict) -> str:
     if not top:
         return "-"
     where = short_scope(top["scope"]) if top.get("scope") else ""
-    what = {"fallback": "a host fallback", "transfer": "a chip-to-chip transfer"}.get(top["kind"], short_label(top["op"]))
+    what = {"fallback": "a host fallback", "transfer": "a chip-to-chip transfer"}.get(
+        top["kind"], short_label(top["op"])
+    )
     intensity = f" at {top['intensity']:.3g} FLOP/B" if top.get("intensity") is not None else ""
-    return (f"{format_seconds(top['time_s'])} ({format_percent(top['share'])}) in {what}{f' ({where})' if where else ''}: "
-            f"{top['bound']}-bound{intensity}")
+    return (
+        f"{format_seconds(top['time_s'])} ({format_percent(top['share'])}) in {what}{f' ({where})' if where else ''}: "
+        f"{top['bound']}-bound{intensity}"
+    )
 
 
 def ranking(data: dict) -> list[dict]:
@@ -65,9 +69,19 @@ def ranking(data: dict) -> list[dict]:
             best[r["target"]] = r
     ranked = sorted(best.values(), key=lambda r: (r["time_s"], r["target"]))
     first = ranked[0]["time_s"] if ranked else 0.0
-    return [{"rank": i + 1, "target": r["target"], "side": r["side"], "time_s": r["time_s"], "chips": r["chips"],
-             "chip_s": r["time_s"] * r["chips"], "slower": r["time_s"] / first, "top_kernel": r.get("top_kernel", {})}
-            for i, r in enumerate(ranked)]
+    return [
+        {
+            "rank": i + 1,
+            "target": r["target"],
+            "side": r["side"],
+            "time_s": r["time_s"],
+            "chips": r["chips"],
+            "chip_s": r["time_s"] * r["chips"],
+            "slower": r["time_s"] / first,
+            "top_kernel": r.get("top_kernel", {}),
+        }
+        for i, r in enumerate(ranked)
+    ]
 
 
 def render_estimate(result, extra_notes=()) -> None:
@@ -83,9 +97,15 @@ def render_estimate(result, extra_notes=()) -> None:
     for row in data["ops"]:
         op = row["op"] if len(row["op"]) <= 48 else row["op"][:45] + "..."
         table.add_row(
-            str(row["group"]), row["kind"], escape(op), str(row["repeats"]), f"{row['flops']:.3g}",
-            *(format_bytes(row["bytes"].get(lv, 0)) for lv in levels), format_seconds(row["time_s"]),
-            format_percent(row["utilization"]), row["bottleneck"],
+            str(row["group"]),
+            row["kind"],
+            escape(op),
+            str(row["repeats"]),
+            f"{row['flops']:.3g}",
+            *(format_bytes(row["bytes"].get(lv, 0)) for lv in levels),
+            format_seconds(row["time_s"]),
+            format_percent(row["utilization"]),
+            row["bottleneck"],
         )
     console = Console(width=150)
     console.print(table)
@@ -93,7 +113,8 @@ def render_estimate(result, extra_notes=()) -> None:
     console.print(
         f"total {format_seconds(data['total_time_s'])} over {plural(data['kernels'], 'kernel')}: compute {format_seconds(data['compute_s'])}, "
         f"memory {format_seconds(data['memory_s'])}, schedule {format_seconds(data['schedule_s'])}; {data['flops']:.4g} FLOPs; "
-        + (f"{by_level}; " if by_level else "") + f"utilization {data['utilization']:.1%}"
+        + (f"{by_level}; " if by_level else "")
+        + f"utilization {data['utilization']:.1%}"
     )
     console.print("bottlenecks: " + ", ".join(f"{k} {v}" for k, v in data["bottleneck_counts"].items()))
     for note in [*data["notes"], *extra_notes]:
@@ -113,9 +134,13 @@ def render_targets(loaded: dict) -> None:
         table.add_column(col)
     for t in loaded.values():
         table.add_row(
-            escape(t.name), escape(get_family(t.family).describe()), escape(t.description),
-            format_rate(t.peak_16bit_flop_per_s, "FLOP/s"), f"{format_bytes(t.main_memory_bytes)} {t.main_memory_level.upper()}",
-            format_rate(t.main_memory_bytes_per_s, "B/s"), f"{t.ridge_flop_per_byte:.3g}",
+            escape(t.name),
+            escape(get_family(t.family).describe()),
+            escape(t.description),
+            format_rate(t.peak_16bit_flop_per_s, "FLOP/s"),
+            f"{format_bytes(t.main_memory_bytes)} {t.main_memory_level.upper()}",
+            format_rate(t.main_memory_bytes_per_s, "B/s"),
+            f"{t.ridge_flop_per_byte:.3g}",
         )
     Console(width=160).print(table)
 
@@ -148,8 +173,10 @@ def pair_sections(data: dict) -> list[tuple[str, str, dict, dict]]:
     """(first, second, difference_cost_s, diff) for every pair of sides a comparison holds: the
     first pair (torch, jax), then, with three paths, the others."""
     first, second = data.get("sides", ("torch", "jax"))[:2]
-    return [(first, second, data["difference_cost_s"], data["diff"]),
-            *((p["sides"][0], p["sides"][1], p["difference_cost_s"], p["diff"]) for p in data.get("more_pairs", []))]
+    return [
+        (first, second, data["difference_cost_s"], data["diff"]),
+        *((p["sides"][0], p["sides"][1], p["difference_cost_s"], p["diff"]) for p in data.get("more_pairs", [])),
+    ]
 
 
 def _workload_lines(data: dict) -> list[str]:
@@ -159,9 +186,12 @@ def _workload_lines(data: dict) -> list[str]:
         return [f"{data['name']}: {', '.join(labels[:-1])} and {labels[-1]}"]
     what = w["label"] if w["label"] == w["entry"] else f"{w['label']} (catalogue entry {w['entry']})"
     shapes = " ".join(f"{k}={v}" for k, v in w["shapes"].items() if k != "mode")
-    return [f"{what} in {w['dtype']}, {w['phase_text']}", f"shapes: {shapes}",
-            "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items()),
-            *(f"note: {note}" for note in w.get("notes", []))]
+    return [
+        f"{what} in {w['dtype']}, {w['phase_text']}",
+        f"shapes: {shapes}",
+        "paths: " + "; ".join(f"{side} {path}" for side, path in w["compilers"].items()),
+        *(f"note: {note}" for note in w.get("notes", [])),
+    ]
 
 
 def artifact_lines(data: dict) -> list[str]:
@@ -173,11 +203,17 @@ def artifact_lines(data: dict) -> list[str]:
         if not a:
             continue
         if a["upcasts_folded"]:
-            lines.append(f"  {row['target']} {row['side']}: {a['upcasts_folded']} upcasts folded into contractions "
-                         f"({', '.join(sorted({f['from'] + '->' + f['to'] for f in a['folds']}))}); unfolded they would have cost "
-                         f"{format_seconds(a['would_have_cost_s'])} more and moved {format_bytes(a['saved_bytes'])} more")
+            lines.append(
+                f"  {row['target']} {row['side']}: {a['upcasts_folded']} upcasts folded into contractions "
+                f"({', '.join(sorted({f['from'] + '->' + f['to'] for f in a['folds']}))}); unfolded they would have cost "
+                f"{format_seconds(a['would_have_cost_s'])} more and moved {format_bytes(a['saved_bytes'])} more"
+            )
         lines += [f"  {row['target']} {row['side']}: {note}" for note in a["emulated"]]
-    return ["Artifacts of a lowering compiled away or emulated (--strict-dtypes refuses a missing type instead):", *lines] if lines else []
+    return (
+        ["Artifacts of a lowering compiled away or emulated (--strict-dtypes refuses a missing type instead):", *lines]
+        if lines
+        else []
+    )
 
 
 def render_comparison(results) -> None:
@@ -193,8 +229,12 @@ def render_comparison(results) -> None:
     if details:
         console.print("targets:")
         for name, d in details.items():
-            console.print(escape(f"  {name:9s} {d['kind']}: {d['description']}; main memory "
-                                 f"{format_bytes(d['main_memory_bytes'])} {d['main_memory_level'].upper()}"))
+            console.print(
+                escape(
+                    f"  {name:9s} {d['kind']}: {d['description']}; main memory "
+                    f"{format_bytes(d['main_memory_bytes'])} {d['main_memory_level'].upper()}"
+                )
+            )
     for result in results:
         data = result.to_dict()
         title, *rest = _workload_lines(data)
@@ -203,29 +243,58 @@ def render_comparison(results) -> None:
         for line in rest:
             console.print(escape(f"  {line}"))
         table = Table()
-        for col in ("target", "side", "time", "bound", "kernels", "by bound: compute/memory/schedule", "fused", "chips", "padding",
-                    "main-memory traffic", "fallbacks"):
+        for col in (
+            "target",
+            "side",
+            "time",
+            "bound",
+            "kernels",
+            "by bound: compute/memory/schedule",
+            "fused",
+            "chips",
+            "padding",
+            "main-memory traffic",
+            "fallbacks",
+        ):
             table.add_column(col, overflow="fold")
         for row in data["results"]:
             if "refused" in row:
                 table.add_row(row["target"], row["side"], "refused", escape(row["refused"]), *[""] * 7)
                 continue
             level = row.get("main_memory_level", "").upper()
-            table.add_row(row["target"], row["side"], format_seconds(row["time_s"]), row["bottleneck"], str(row["kernels"]),
-                          bound_counts(row), str(row["fused_groups"]), str(row["chips"]), format_percent(row["padding_waste"]),
-                          f"{format_bytes(row['main_memory_bytes'])} {level}".strip(), escape(", ".join(row["fallbacks"]) or "-"))
+            table.add_row(
+                row["target"],
+                row["side"],
+                format_seconds(row["time_s"]),
+                row["bottleneck"],
+                str(row["kernels"]),
+                bound_counts(row),
+                str(row["fused_groups"]),
+                str(row["chips"]),
+                format_percent(row["padding_waste"]),
+                f"{format_bytes(row['main_memory_bytes'])} {level}".strip(),
+                escape(", ".join(row["fallbacks"]) or "-"),
+            )
         console.print(table)
         ranked = ranking(data)
         if len(ranked) > 1:
-            console.print("Which target is faster, and why (each target's fastest path; time × chips where chips differ):")
+            console.print(
+                "Which target is faster, and why (each target's fastest path; time × chips where chips differ):"
+            )
             many_chips = len({r["chips"] for r in ranked}) > 1
             for r in ranked:
                 chips = f", {plural(r['chips'], 'chip')}, {format_seconds(r['chip_s'])} × chips" if many_chips else ""
-                console.print(escape(f"  {r['rank']}. {r['target']} ({r['side']}): {format_seconds(r['time_s'])}, "
-                                     f"{r['slower']:.2f}× the fastest{chips}; top kernel {kernel_cause(r['top_kernel'])}"))
+                console.print(
+                    escape(
+                        f"  {r['rank']}. {r['target']} ({r['side']}): {format_seconds(r['time_s'])}, "
+                        f"{r['slower']:.2f}× the fastest{chips}; top kernel {kernel_cause(r['top_kernel'])}"
+                    )
+                )
         pairs = pair_sections(data)
         for first, second, costs, _ in pairs:
-            console.print(escape(f"What {path_label(second)} costs against {path_label(first)}, by kind of kernel (+ is slower):"))
+            console.print(
+                escape(f"What {path_label(second)} costs against {path_label(first)}, by kind of kernel (+ is slower):")
+            )
             for target in result.targets:
                 console.print(escape(f"  {target}: {kind_deltas(costs[target])}"))
         for line in artifact_lines(data):
@@ -233,12 +302,17 @@ def render_comparison(results) -> None:
         for first, second, _, diff in pairs:
             hist = {op: v for op, v in diff["histogram"].items() if v[0] != v[1]}
             if hist:
-                console.print(escape(f"Ops whose counts differ ({first}/{second}): ") + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items()))))
+                console.print(
+                    escape(f"Ops whose counts differ ({first}/{second}): ")
+                    + escape(", ".join(f"{op} {a}/{b}" for op, (a, b) in sorted(hist.items())))
+                )
             divergences = diff["divergences"]
             for d in divergences[:SEGMENTS_SHOWN]:
                 console.print(escape(f"  segment {d['segment']} after {d['after']}: {'; '.join(d['reasons'])}"))
             if len(divergences) > SEGMENTS_SHOWN:
-                console.print(f"  … and {plural(len(divergences) - SEGMENTS_SHOWN, 'more segment')} (`landscape diff` or the report lists them all)")
+                console.print(
+                    f"  … and {plural(len(divergences) - SEGMENTS_SHOWN, 'more segment')} (`landscape diff` or the report lists them all)"
+                )
 
 
 def render_agreement(result) -> None:
@@ -281,8 +355,10 @@ def prediction_notes(data: dict) -> list[tuple[str, str]]:
     graphs gave the same note."""
     prefill, decode = data["prefill"]["notes"], data["decode"]["notes"]
     both, only_prefill = "prefill and decode", "prefill"
-    return [(both if note in prefill and note in decode else only_prefill if note in prefill else "decode", note)
-            for note in dict.fromkeys(prefill + decode)]
+    return [
+        (both if note in prefill and note in decode else only_prefill if note in prefill else "decode", note)
+        for note in dict.fromkeys(prefill + decode)
+    ]
 
 
 def _rate(tokens_per_s: float) -> str:
@@ -298,11 +374,14 @@ def render_prediction(data: dict, precision: str, side: str) -> None:
         f"{data['model']} on {data['target']} ({plural(chips, data.get('chip_unit', 'chip'))}, {precision}, batch {data['batch']}, "
         f"{data['input_len']} in / {data['output_len']} out, {side} lowering)\n"
         f"  time to first token   {format_seconds(data['ttft_s']):>10}\n"
-        + (f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "
-           if data["decode_steps"] else
-           f"  decode step (next)    {format_seconds(data['decode_step_s']):>10}   (none runs: the prefill makes the only token; "
-           f"{data['bottleneck']}-bound; ")
-        + ", ".join(f"{format_seconds(p['step_s'])} at {p['cache_len']:,} tokens" for p in data["decode_step_at"]) + ")\n"
+        + (
+            f"  decode step (mean)    {format_seconds(data['decode_step_s']):>10}   ({data['bottleneck']}-bound at the last step; "
+            if data["decode_steps"]
+            else f"  decode step (next)    {format_seconds(data['decode_step_s']):>10}   (none runs: the prefill makes the only token; "
+            f"{data['bottleneck']}-bound; "
+        )
+        + ", ".join(f"{format_seconds(p['step_s'])} at {p['cache_len']:,} tokens" for p in data["decode_step_at"])
+        + ")\n"
         f"  decode, all steps     {format_seconds(data['decode_total_s']):>10}   ({plural(data['decode_steps'], 'step')} after the first token)\n"
         f"  end to end            {format_seconds(data['e2e_latency_s']):>10}\n"
         f"  tokens/s per user     {_rate(data['tokens_per_s_per_user'])}\n"

@@ -32,8 +32,13 @@ def kernel_counts(est: Estimate, points: list[Point]) -> dict[str, int]:
     main-memory bytes or no time}; the last three have no point."""
     zero = [g for g in est.groups if not g.cost.flops]
     data_only = sum(1 for g in zero if all(op.split(".")[-1] in DATA_MOVEMENT for op in g.ops))
-    return {"kernels": len(est.groups), "drawn": len(points), "data_only": data_only, "no_flops": len(zero) - data_only,
-            "off_main": len(est.groups) - len(points) - len(zero)}
+    return {
+        "kernels": len(est.groups),
+        "drawn": len(points),
+        "data_only": data_only,
+        "no_flops": len(zero) - data_only,
+        "off_main": len(est.groups) - len(points) - len(zero),
+    }
 
 
 def roofline_title(est: Estimate, target: Target, points: list[Point]) -> str:
@@ -57,8 +62,13 @@ def biggest(est: Estimate, points: list[Point], count: int = NAMED) -> list[tupl
     return [(p, total.get(p.group, 0.0)) for p in ranked[:count]]
 
 
-def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Sequence[str | os.PathLike],
-                  spans: dict[int, float] | None = None, shares: dict[int, int] | None = None) -> list[Point]:
+def plot_roofline(
+    est: Estimate,
+    target: Target,
+    path: str | os.PathLike | Sequence[str | os.PathLike],
+    spans: dict[int, float] | None = None,
+    shares: dict[int, int] | None = None,
+) -> list[Point]:
     """Draw one chip's roofline to `path` (.png or .svg, by its suffix; a list of paths draws
     once and saves each); returns the points drawn. `spans`: `schedule_spans(plan, target)` for
     a statically scheduled target; `shares`: `chip_shares(plan)` where kernels are split over
@@ -90,16 +100,38 @@ def plot_roofline(est: Estimate, target: Target, path: str | os.PathLike | Seque
     for bound, (marker, color) in MARKERS.items():
         chosen = [p for p in points if p.bottleneck == bound]
         if chosen:
-            ax.scatter([p.intensity for p in chosen], [p.attained_flop_per_s for p in chosen], marker=marker,
-                       color=color, label=f"{bound}-bound ({len(chosen)})", zorder=3)
+            ax.scatter(
+                [p.intensity for p in chosen],
+                [p.attained_flop_per_s for p in chosen],
+                marker=marker,
+                color=color,
+                label=f"{bound}-bound ({len(chosen)})",
+                zorder=3,
+            )
     names = []
     for rank, (p, seconds) in enumerate(biggest(est, points), start=1):
-        ax.annotate(str(rank), (p.intensity, p.attained_flop_per_s), xytext=(5, 6 - 9 * (rank - 1)), textcoords="offset points", fontsize=8,
-                    fontweight="bold")
-        names.append(f"{rank}. {short_label(p.label)}{f' at {scopes[p.group]}' if scopes.get(p.group) else ''}: {format_seconds(seconds)}")
+        ax.annotate(
+            str(rank),
+            (p.intensity, p.attained_flop_per_s),
+            xytext=(5, 6 - 9 * (rank - 1)),
+            textcoords="offset points",
+            fontsize=8,
+            fontweight="bold",
+        )
+        names.append(
+            f"{rank}. {short_label(p.label)}{f' at {scopes[p.group]}' if scopes.get(p.group) else ''}: {format_seconds(seconds)}"
+        )
     if names:
-        ax.text(0.01, 0.99, "largest kernels (time × repeats)\n" + "\n".join(names), transform=ax.transAxes, va="top",
-                ha="left", fontsize=7, bbox={"boxstyle": "round", "fc": "white", "ec": "0.8", "alpha": 0.9})
+        ax.text(
+            0.01,
+            0.99,
+            "largest kernels (time × repeats)\n" + "\n".join(names),
+            transform=ax.transAxes,
+            va="top",
+            ha="left",
+            fontsize=7,
+            bbox={"boxstyle": "round", "fc": "white", "ec": "0.8", "alpha": 0.9},
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     # Plain-text labels on decades only: mathtext tick labels and minor ticks made a figure ~1 s.

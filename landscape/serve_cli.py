@@ -26,33 +26,70 @@ from landscape.options import (
 )
 from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
-STRICT_DTYPES_HELP = ("Refuse a floating type the target lacks (f64 on a TPU, Groq, Cerebras or Spyre: torch-mlir's "
-                      "LayerNorm variance) instead of costing its emulation.")
-WITHOUT_HELP = ("Leave a pass out of the compiler's pipeline, a what-if (what its fusion or fold saves): fold_upcasts, "
-                "fuse_elementwise, fuse_attention, shard_tensor_parallel or insert_restickify, where the target's "
-                "pipeline has it; repeatable.")
+STRICT_DTYPES_HELP = (
+    "Refuse a floating type the target lacks (f64 on a TPU, Groq, Cerebras or Spyre: torch-mlir's "
+    "LayerNorm variance) instead of costing its emulation."
+)
+WITHOUT_HELP = (
+    "Leave a pass out of the compiler's pipeline, a what-if (what its fusion or fold saves): fold_upcasts, "
+    "fuse_elementwise, fuse_attention, shard_tensor_parallel or insert_restickify, where the target's "
+    "pipeline has it; repeatable."
+)
 
 
 @click.command()
-@click.option("--model", "model_name", required=True, callback=model_option,
-              help="A published model config (llama-3.1-8b, ...; see `landscape kernels`), or a Hugging Face config.json's path.")
+@click.option(
+    "--model",
+    "model_name",
+    required=True,
+    callback=model_option,
+    help="A published model config (llama-3.1-8b, ...; see `landscape kernels`), or a Hugging Face config.json's path.",
+)
 @click.option("--target", "target_name", required=True, help="A target from `landscape targets`.")
-@click.option("--chips", type=SIZE, default=None, help="Chips (wafers) to use; default: the fewest that hold the model and its cache.")
-@click.option("--batch", type=BATCH, default="1", show_default=True,
-              help="Sequences served together (a static batch), or `max`: the largest batch whose weights and KV cache "
-                   "fit the chips (--chips, else the fewest that hold one sequence), capped at 2048, as in-flight-batching "
-                   "servers report max-load throughput (GPU, TPU and Spyre targets).")
+@click.option(
+    "--chips",
+    type=SIZE,
+    default=None,
+    help="Chips (wafers) to use; default: the fewest that hold the model and its cache.",
+)
+@click.option(
+    "--batch",
+    type=BATCH,
+    default="1",
+    show_default=True,
+    help="Sequences served together (a static batch), or `max`: the largest batch whose weights and KV cache "
+    "fit the chips (--chips, else the fewest that hold one sequence), capped at 2048, as in-flight-batching "
+    "servers report max-load throughput (GPU, TPU and Spyre targets).",
+)
 @click.option("--input-len", "input_len", type=SIZE, default=2048, show_default=True)
 @click.option("--output-len", "output_len", type=SIZE, default=256, show_default=True)
-@click.option("--precision", type=DTypeParam(PRECISIONS, short=True, kind="precision"), default="bf16", show_default=True,
-              help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16. "
-                   "Also bfloat16, float16, f8E4M3FN, i8.")
+@click.option(
+    "--precision",
+    type=DTypeParam(PRECISIONS, short=True, kind="precision"),
+    default="bf16",
+    show_default=True,
+    help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16. "
+    "Also bfloat16, float16, f8E4M3FN, i8.",
+)
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
-@click.option("--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable.")
+@click.option(
+    "--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable."
+)
 @click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def predict(model_name, target_name, chips, batch, input_len, output_len, precision, side, settings, allow_beyond_context,
-            as_json) -> None:
+def predict(
+    model_name,
+    target_name,
+    chips,
+    batch,
+    input_len,
+    output_len,
+    precision,
+    side,
+    settings,
+    allow_beyond_context,
+    as_json,
+) -> None:
     """Predict how fast MODEL serves one static batch on a target: time to first token, decode steps, tokens/s.
 
     A static batch: every sequence starts together and reserves its whole cache; `landscape serve`
@@ -81,8 +118,13 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     target = load_target(target_name, settings)  # checked before the (slow) lowering
     check_precision(precision, target)
     tokens = input_len + output_len
-    note = context_check(model_name, tokens, f"--input-len {input_len} + --output-len {output_len} = {tokens:,} tokens",
-                         "--input-len + --output-len", allow_beyond_context)
+    note = context_check(
+        model_name,
+        tokens,
+        f"--input-len {input_len} + --output-len {output_len} = {tokens:,} tokens",
+        "--input-len + --output-len",
+        allow_beyond_context,
+    )
     batch_note = ""
     if batch == "max":
         batch, chips, batch_note = choose_max_batch(model_name, target, chips, tokens, precision)
@@ -90,8 +132,18 @@ def predict(model_name, target_name, chips, batch, input_len, output_len, precis
     entry.resolve({"batch": batch, "seq": input_len})
     entry.resolve({"batch": batch, "seq": tokens, "mode": "decode"})
     prefill, decode, cache_bytes = lower_for_serving(model_name, side, batch, input_len, output_len, precision)
-    result = predict_inference(prefill, decode, target, model=model_name, batch=batch, input_len=input_len,
-                               output_len=output_len, kv_cache_bytes=cache_bytes, chips=chips, batch_note=batch_note)
+    result = predict_inference(
+        prefill,
+        decode,
+        target,
+        model=model_name,
+        batch=batch,
+        input_len=input_len,
+        output_len=output_len,
+        kv_cache_bytes=cache_bytes,
+        chips=chips,
+        batch_note=batch_note,
+    )
     data = {**result.to_dict(), "notes": [note] if note else []}
     if as_json:
         print_json(data)
@@ -148,8 +200,14 @@ MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
 @click.command(name="map")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--markdown", "as_markdown", is_flag=True, help="A Markdown table (not with --json).")
-@click.option("--model", "model_name", default="llama-3.1-8b", show_default=True, callback=model_option,
-              help="The reference model whose KV-cache placement is predicted on each family.")
+@click.option(
+    "--model",
+    "model_name",
+    default="llama-3.1-8b",
+    show_default=True,
+    callback=model_option,
+    help="The reference model whose KV-cache placement is predicted on each family.",
+)
 def landscape_map_command(as_json, as_markdown, model_name) -> None:
     """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
 
@@ -169,14 +227,26 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
         from reference.catalogue import PUBLISHED_MODELS
 
         fitting = [m for m in PUBLISHED_MODELS if get_model(m).max_positions >= tokens]
-        raise UnknownName(f"model for the map (it predicts {MAP_TOKENS[0]} + {MAP_TOKENS[1]} tokens; {model_name}'s context is "
-                          f"{get_model(model_name).max_positions})", model_name, fitting)
+        raise UnknownName(
+            f"model for the map (it predicts {MAP_TOKENS[0]} + {MAP_TOKENS[1]} tokens; {model_name}'s context is "
+            f"{get_model(model_name).max_positions})",
+            model_name,
+            fitting,
+        )
     base = landscape_map()
     prefill, decode, cache = lower_for_serving(model_name, "jax", 1, *MAP_TOKENS)
     placed = {}
     for family in FAMILIES:
-        result = predict_inference(prefill, decode, load_target(base.targets[family]), model=model_name, batch=1,
-                                   input_len=MAP_TOKENS[0], output_len=MAP_TOKENS[1], kv_cache_bytes=cache)
+        result = predict_inference(
+            prefill,
+            decode,
+            load_target(base.targets[family]),
+            model=model_name,
+            batch=1,
+            input_len=MAP_TOKENS[0],
+            output_len=MAP_TOKENS[1],
+            kv_cache_bytes=cache,
+        )
         placed[family] = f"{model_name}: {format_bytes(cache)} in {result.kv_cache_location}"
     result = landscape_map(placed)
     if as_json:
@@ -202,8 +272,16 @@ def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool, wi
         names = [str(p) for p in paths]
     if names[0] == names[1]:  # the same file twice
         names = [f"A {names[0]}", f"B {names[1]}"]
-    result = compare_lowerings(first, second, targets, "two programs from files", chips,
-                               strict_dtypes=strict_dtypes, sides=(names[0], names[1]), without=without)
+    result = compare_lowerings(
+        first,
+        second,
+        targets,
+        "two programs from files",
+        chips,
+        strict_dtypes=strict_dtypes,
+        sides=(names[0], names[1]),
+        without=without,
+    )
     if as_json:
         print_json({"comparisons": [result.to_dict()]})
         return
@@ -220,32 +298,82 @@ def _default_targets() -> str:
 
 @click.command()
 @click.argument("name", required=False, callback=model_option)
-@click.option("--targets", "target_list", default=_default_targets, show_default="one target per family",
-              help="Comma-separated targets, each once, or 'all'.")
-@click.option("--phase", type=click.Choice(("prefill", "decode", "both")), default=None, show_default="both",
-              help="For an entry with a mode (block, decoder, models): prefill, one decode step, or both "
-                   "(an entry without phases refuses prefill and decode).")
-@click.option("--shape", "shapes", multiple=True, metavar="PARAM=VALUE",
-              help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.")
+@click.option(
+    "--targets",
+    "target_list",
+    default=_default_targets,
+    show_default="one target per family",
+    help="Comma-separated targets, each once, or 'all'.",
+)
+@click.option(
+    "--phase",
+    type=click.Choice(("prefill", "decode", "both")),
+    default=None,
+    show_default="both",
+    help="For an entry with a mode (block, decoder, models): prefill, one decode step, or both "
+    "(an entry without phases refuses prefill and decode).",
+)
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="PARAM=VALUE",
+    help="Override a shape parameter (plain decimal digits); repeatable, each parameter once.",
+)
 @click.option("--dtype", type=DTYPE, default="bfloat16", show_default=True, help=DTYPE_HELP)
 @click.option("--chips", type=SIZE, default=None, help="Force a chip count on every target.")
 @click.option("--allow-beyond-context", "allow_beyond_context", is_flag=True, help=ALLOW_BEYOND_CONTEXT_HELP)
-@click.option("--out", "out_dir", type=click.Path(file_okay=False),
-              help="Write report.html, report.json, HLO dumps of both sides, plans, rooflines and traces under DIR "
-                   "(staged beside it and moved into place when complete; locked while running).")
-@click.option("--force", is_flag=True,
-              help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    help="Write report.html, report.json, HLO dumps of both sides, plans, rooflines and traces under DIR "
+    "(staged beside it and moved into place when complete; locked while running).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="With --out: replace the report an earlier run wrote in DIR (only the files it wrote; others stay).",
+)
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--without", "without", multiple=True, metavar="PASS", help=WITHOUT_HELP)
-@click.option("--from-file", "from_files", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="A.mlir B.mlir",
-              help="Compare the two StableHLO programs these files hold (two compilers, two versions, two exports) instead of NAME's two paths.")
-@click.option("--sides", "side_list", default="torch,jax", show_default=True, metavar="A,B[,C]",
-              help="The compilation paths to compare: torch, jax, torch-xla (PyTorch through torch-xla, after "
-                   "`make torch-xla`), or all (every path this machine has).")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output: {\"comparisons\": [one per phase]}.")
+@click.option(
+    "--from-file",
+    "from_files",
+    nargs=2,
+    type=click.Path(dir_okay=False),
+    default=None,
+    metavar="A.mlir B.mlir",
+    help="Compare the two StableHLO programs these files hold (two compilers, two versions, two exports) instead of NAME's two paths.",
+)
+@click.option(
+    "--sides",
+    "side_list",
+    default="torch,jax",
+    show_default=True,
+    metavar="A,B[,C]",
+    help="The compilation paths to compare: torch, jax, torch-xla (PyTorch through torch-xla, after "
+    "`make torch-xla`), or all (every path this machine has).",
+)
+@click.option("--json", "as_json", is_flag=True, help='Machine-readable output: {"comparisons": [one per phase]}.')
 @click.pass_context
-def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_context, out_dir, force, strict_dtypes, without,
-            from_files, side_list, as_json) -> None:
+def compare(
+    ctx,
+    name,
+    target_list,
+    phase,
+    shapes,
+    dtype,
+    chips,
+    allow_beyond_context,
+    out_dir,
+    force,
+    strict_dtypes,
+    without,
+    from_files,
+    side_list,
+    as_json,
+) -> None:
     """Compare NAME's PyTorch and JAX paths (or --sides, torch-xla's too) on one target per family (or --targets).
 
     With --from-file A.mlir B.mlir: any two StableHLO programs, each side named by its file.
@@ -262,7 +390,9 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
 
     if force and out_dir is None:
         raise MalformedInput("--force applies only with --out DIR")
-    targets = [load_target(t) for t in parse_target_list(target_list)]  # an unknown target fails here, before any lowering
+    targets = [
+        load_target(t) for t in parse_target_list(target_list)
+    ]  # an unknown target fails here, before any lowering
     without = tuple(dict.fromkeys(without))
     if without:
         from hardware_models.pipelines import check_without
@@ -274,31 +404,58 @@ def compare(ctx, name, target_list, phase, shapes, dtype, chips, allow_beyond_co
         if any(f.startswith("-") for f in from_files):  # one file given: the option after it was taken as the second
             raise MalformedInput(f"--from-file takes two StableHLO files, A.mlir B.mlir; got {' '.join(from_files)}")
 
-        given = [flag for flag, on in (("NAME", name is not None), ("--shape", bool(shapes)), ("--phase", phase is not None),
-                                       ("--sides", ctx.get_parameter_source("side_list") is ParameterSource.COMMANDLINE),
-                                       ("--dtype", ctx.get_parameter_source("dtype") is ParameterSource.COMMANDLINE),
-                                       ("--allow-beyond-context", allow_beyond_context), ("--out", out_dir is not None)) if on]
+        given = [
+            flag
+            for flag, on in (
+                ("NAME", name is not None),
+                ("--shape", bool(shapes)),
+                ("--phase", phase is not None),
+                ("--sides", ctx.get_parameter_source("side_list") is ParameterSource.COMMANDLINE),
+                ("--dtype", ctx.get_parameter_source("dtype") is ParameterSource.COMMANDLINE),
+                ("--allow-beyond-context", allow_beyond_context),
+                ("--out", out_dir is not None),
+            )
+            if on
+        ]
         if given:
-            raise MalformedInput(f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
-                                 "valid with it: --targets, --chips, --strict-dtypes, --without, --json")
+            raise MalformedInput(
+                f"--from-file compares the programs the two files hold, so {', '.join(given)} does not apply; "
+                "valid with it: --targets, --chips, --strict-dtypes, --without, --json"
+            )
         return _compare_files(from_files, targets, chips, strict_dtypes, as_json, without)
     from landscape.options import parse_sides
 
     sides = parse_sides(side_list)
-    workloads = plan_workloads(name, parse_assignments(shapes), dtype, phase,  # so do bad names, shapes and lengths
-                               allow_beyond_context=allow_beyond_context)
+    workloads = plan_workloads(
+        name,
+        parse_assignments(shapes),
+        dtype,
+        phase,  # so do bad names, shapes and lengths
+        allow_beyond_context=allow_beyond_context,
+    )
     from rich.console import Console
     from rich.progress import Progress
 
     err = Console(stderr=True)
     done = []
-    with OutputDir(out_dir, force) if out_dir is not None else contextlib.nullcontext() as out:  # checked and locked first
+    with (
+        OutputDir(out_dir, force) if out_dir is not None else contextlib.nullcontext() as out
+    ):  # checked and locked first
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task("lowering", total=len(workloads) * len(sides) * (1 + len(targets)))
             for workload in workloads:
-                done.append(compare_workload(workload, targets, chips, compile_xla=out is not None,
-                                             progress=lambda label: bar.update(task, advance=1, description=label),
-                                             strict_dtypes=strict_dtypes, sides=sides, without=without))
+                done.append(
+                    compare_workload(
+                        workload,
+                        targets,
+                        chips,
+                        compile_xla=out is not None,
+                        progress=lambda label: bar.update(task, advance=1, description=label),
+                        strict_dtypes=strict_dtypes,
+                        sides=sides,
+                        without=without,
+                    )
+                )
         if out is not None:
             from landscape.report import write_report
 

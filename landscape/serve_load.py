@@ -48,13 +48,26 @@ def check_lengths(model: str, specs, allow_beyond_context: bool = False) -> list
 
     longest = max(specs, key=lambda s: s.input_len + s.output_len)
     tokens = longest.input_len + longest.output_len
-    note = context_check(model, tokens, f"a request of {longest.input_len:,} + {longest.output_len:,} = {tokens:,} tokens",
-                         "--input-len + --output-len (or the trace's lengths)", allow_beyond_context)
+    note = context_check(
+        model,
+        tokens,
+        f"a request of {longest.input_len:,} + {longest.output_len:,} = {tokens:,} tokens",
+        "--input-len + --output-len (or the trace's lengths)",
+        allow_beyond_context,
+    )
     return [note] if note else []
 
 
-def deployment(model: str, target, workload: Workload, engine: EngineConfig = EngineConfig(), *, side: str = "jax",
-               precision: str = "bf16", chips: int | None = None) -> Deployment:
+def deployment(
+    model: str,
+    target,
+    workload: Workload,
+    engine: EngineConfig = EngineConfig(),
+    *,
+    side: str = "jax",
+    precision: str = "bf16",
+    chips: int | None = None,
+) -> Deployment:
     """Chips, cache and step costs for serving `workload`'s requests (hardware_models.serving.deployment)."""
     from reference.catalogue import get_entry
     from reference.dtypes import get_dtype
@@ -69,39 +82,97 @@ def deployment(model: str, target, workload: Workload, engine: EngineConfig = En
     specs = workload.specs()
     longest = max(s.input_len + s.output_len for s in specs)
     prompts = tuple(sorted({s.input_len for s in specs}))
-    return deploy(_lowering(model, side, precision), target, model=model,
-                  weight_bytes=entry.n_weights(entry.resolve({})) * element,
-                  token_bytes=config.kv_cache_bytes(1, 1, element), kv_heads=config.n_kv_heads,
-                  max_positions=config.max_positions, engine=engine, longest=longest, prompts=prompts, chips=chips)
+    return deploy(
+        _lowering(model, side, precision),
+        target,
+        model=model,
+        weight_bytes=entry.n_weights(entry.resolve({})) * element,
+        token_bytes=config.kv_cache_bytes(1, 1, element),
+        kv_heads=config.n_kv_heads,
+        max_positions=config.max_positions,
+        engine=engine,
+        longest=longest,
+        prompts=prompts,
+        chips=chips,
+    )
 
 
-def serve(model: str, target, workload: Workload, engine: EngineConfig = EngineConfig(), *, side: str = "jax",
-          precision: str = "bf16", chips: int | None = None, warmup: int = 0, stagger: bool = False, progress=None,
-          placed: Deployment | None = None) -> tuple[Deployment, ServingResult]:
+def serve(
+    model: str,
+    target,
+    workload: Workload,
+    engine: EngineConfig = EngineConfig(),
+    *,
+    side: str = "jax",
+    precision: str = "bf16",
+    chips: int | None = None,
+    warmup: int = 0,
+    stagger: bool = False,
+    progress=None,
+    placed: Deployment | None = None,
+) -> tuple[Deployment, ServingResult]:
     """Simulate `workload` served by `model` on `target` (hardware_models.serving.simulate)."""
     placed = placed or deployment(model, target, workload, engine, side=side, precision=precision, chips=chips)
-    result = simulate(workload.specs(), placed.costs, placed.engine, cache_blocks=placed.cache_blocks,
-                      concurrency=workload.in_flight, warmup=warmup, stagger=stagger, progress=progress)
+    result = simulate(
+        workload.specs(),
+        placed.costs,
+        placed.engine,
+        cache_blocks=placed.cache_blocks,
+        concurrency=workload.in_flight,
+        warmup=warmup,
+        stagger=stagger,
+        progress=progress,
+    )
     return placed, result
 
 
-def capacity(model: str, target, workload: Workload, slo: SLO, engine: EngineConfig = EngineConfig(), *,
-             mode: str = "rate", batch_caps: tuple[int, ...] | None = None, side: str = "jax", precision: str = "bf16",
-             chips: int | None = None, warmup: int = 0, progress=None):
+def capacity(
+    model: str,
+    target,
+    workload: Workload,
+    slo: SLO,
+    engine: EngineConfig = EngineConfig(),
+    *,
+    mode: str = "rate",
+    batch_caps: tuple[int, ...] | None = None,
+    side: str = "jax",
+    precision: str = "bf16",
+    chips: int | None = None,
+    warmup: int = 0,
+    progress=None,
+):
     """(best trial or None, every trial, deployment, one request alone's summary): the highest load under `slo`
     (hardware_models.serving.capacity), over the batch caps (default: the engine's)."""
     from dataclasses import replace
 
     caps = tuple(batch_caps or (engine.max_batch,))
-    placed = deployment(model, target, workload.at(concurrency=1), replace(engine, max_batch=max(caps)), side=side,
-                        precision=precision, chips=chips)
-    alone = simulate(workload.at(concurrency=1).specs()[:1], placed.costs, placed.engine,
-                     cache_blocks=placed.cache_blocks, concurrency=1).summary
+    placed = deployment(
+        model,
+        target,
+        workload.at(concurrency=1),
+        replace(engine, max_batch=max(caps)),
+        side=side,
+        precision=precision,
+        chips=chips,
+    )
+    alone = simulate(
+        workload.at(concurrency=1).specs()[:1],
+        placed.costs,
+        placed.engine,
+        cache_blocks=placed.cache_blocks,
+        concurrency=1,
+    ).summary
 
     def run(load, cap):
         shaped = workload.at(rate=load) if mode == "rate" else workload.at(concurrency=int(load))
-        return simulate(shaped.specs(), placed.costs, replace(placed.engine, max_batch=cap),
-                        cache_blocks=placed.cache_blocks, concurrency=shaped.in_flight, warmup=warmup).summary
+        return simulate(
+            shaped.specs(),
+            placed.costs,
+            replace(placed.engine, max_batch=cap),
+            cache_blocks=placed.cache_blocks,
+            concurrency=shaped.in_flight,
+            warmup=warmup,
+        ).summary
 
     best, trials = search(run, slo, mode=mode, batch_caps=caps, start=1 / alone["e2e_s"]["mean"], progress=progress)
     return best, trials, placed, alone

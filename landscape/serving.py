@@ -59,7 +59,11 @@ def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: boo
     if side == "torch-xla":
         from torchxla_side import lower_entry, lower_regional
 
-        return lower_regional(entry.name, resolved, dtype) if regional else lower_entry(entry.name, resolved, dtype, compile_xla)
+        return (
+            lower_regional(entry.name, resolved, dtype)
+            if regional
+            else lower_entry(entry.name, resolved, dtype, compile_xla)
+        )
     from jax_side.lower import lower_entry, lower_regional
 
     if regional:
@@ -101,7 +105,10 @@ def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, ou
 
     dtype, eight_bit = precision_dtypes(precision)
     lengths = decode_lengths(input_len, output_len)
-    shapes = [{"batch": batch, "seq": input_len}, *({"batch": batch, "seq": length, "mode": "decode"} for length in lengths)]
+    shapes = [
+        {"batch": batch, "seq": input_len},
+        *({"batch": batch, "seq": length, "mode": "decode"} for length in lengths),
+    ]
     if side == "torch-xla":  # one driver process for the prefill and every decode step (its start is seconds)
         from reference.catalogue import get_entry
         from torchxla_side.lower import lower_regional_many

@@ -17,8 +17,11 @@ DEFAULT_MODEL = "llama-3.1-8b"  # its layer is the default workload
 DEFAULT_TOKENS = 2048  # prefill length, and the decode step's KV-cache length
 PHASES = ("prefill", "decode")
 # How each side's program reaches StableHLO (pytorch_side/lower.py, jax_side/lower.py, torchxla_side/).
-COMPILERS = {"torch": "torch.export → torch-mlir → StableHLO", "jax": "jax.jit → StableHLO",
-             "torch-xla": "torch.export → torch-xla (XLA's CPU device) → StableHLO"}
+COMPILERS = {
+    "torch": "torch.export → torch-mlir → StableHLO",
+    "jax": "jax.jit → StableHLO",
+    "torch-xla": "torch.export → torch-xla (XLA's CPU device) → StableHLO",
+}
 
 
 @dataclass(frozen=True)
@@ -60,9 +63,16 @@ class Workload:
         return f"{what}, {self.dtype}, {self.phase_text()}; {self.shape_text()}"
 
     def to_dict(self, sides: tuple[str, ...] = ("torch", "jax")) -> dict:
-        return {"entry": self.entry, "label": self.label, "dtype": self.dtype, "shapes": dict(self.shapes),
-                "phase": self.phase, "phase_text": self.phase_text(), "compilers": {s: COMPILERS[s] for s in sides},
-                "notes": list(self.notes)}
+        return {
+            "entry": self.entry,
+            "label": self.label,
+            "dtype": self.dtype,
+            "shapes": dict(self.shapes),
+            "phase": self.phase,
+            "phase_text": self.phase_text(),
+            "compilers": {s: COMPILERS[s] for s in sides},
+            "notes": list(self.notes),
+        }
 
 
 def default_layer_shapes() -> dict:
@@ -70,12 +80,20 @@ def default_layer_shapes() -> dict:
     from reference.models import get_model
 
     cfg = get_model(DEFAULT_MODEL)
-    return {"batch": 1, "seq": DEFAULT_TOKENS, "n_heads": cfg.n_heads, "n_kv_heads": cfg.n_kv_heads,
-            "head_dim": cfg.head_dim, "d_ff": cfg.d_ff, "style": cfg.style}
+    return {
+        "batch": 1,
+        "seq": DEFAULT_TOKENS,
+        "n_heads": cfg.n_heads,
+        "n_kv_heads": cfg.n_kv_heads,
+        "head_dim": cfg.head_dim,
+        "d_ff": cfg.d_ff,
+        "style": cfg.style,
+    }
 
 
-def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | None = None,
-                   allow_beyond_context: bool = False) -> list[Workload]:
+def plan_workloads(
+    name: str | None, overrides: dict, dtype: str, phase: str | None = None, allow_beyond_context: bool = False
+) -> list[Workload]:
     """The workloads `compare` runs, checked without importing torch or jax.
 
     Args:
@@ -102,8 +120,10 @@ def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | N
     label = f"one {DEFAULT_MODEL} layer" if name is None else entry.name
     if not any(p.name == "mode" for p in entry.params):
         if phase in PHASES:
-            raise MalformedInput(f"{entry.name} has no phases (no mode parameter), so --phase {phase} does not apply; "
-                                 f"phases exist for block, decoder and the models")
+            raise MalformedInput(
+                f"{entry.name} has no phases (no mode parameter), so --phase {phase} does not apply; "
+                f"phases exist for block, decoder and the models"
+            )
         phases: tuple[str | None, ...] = (None,)
     elif "mode" in overrides:
         phases = (entry.param("mode").parse(entry.name, overrides["mode"]),)
@@ -116,14 +136,25 @@ def plan_workloads(name: str | None, overrides: dict, dtype: str, phase: str | N
     for ph in phases:
         shapes = entry.resolve({**base, **overrides, **({"mode": ph} if ph else {})})
         model = entry.name if entry.kind == "model" else DEFAULT_MODEL if name is None else None
-        note = context_check(model, shapes["seq"], f"seq={shapes['seq']}", "--shape seq", allow_beyond_context) if model else None
+        note = (
+            context_check(model, shapes["seq"], f"seq={shapes['seq']}", "--shape seq", allow_beyond_context)
+            if model
+            else None
+        )
         out.append(Workload(entry.name, label, dtype, shapes, ph, (note,) if note else ()))
     return out
 
 
-def compare_workload(workload: Workload, targets: list, chips: int | None = None, compile_xla: bool = False,
-                     progress=None, strict_dtypes: bool = False, sides: tuple[str, ...] = ("torch", "jax"),
-                     without: tuple[str, ...] = ()):
+def compare_workload(
+    workload: Workload,
+    targets: list,
+    chips: int | None = None,
+    compile_xla: bool = False,
+    progress=None,
+    strict_dtypes: bool = False,
+    sides: tuple[str, ...] = ("torch", "jax"),
+    without: tuple[str, ...] = (),
+):
     """Lower the workload on each side (torch and jax, or with torch-xla too) and compare the
     programs on every target (`strict_dtypes`: refuse a type a target lacks instead of costing
     its emulation; `without`: passes left out, a what-if).
@@ -136,16 +167,27 @@ def compare_workload(workload: Workload, targets: list, chips: int | None = None
 
     lowered = {}
     for side in sides:
-        lowered[side] = lower_named(workload.entry, side, workload.shapes, workload.dtype,
-                                    compile_xla=compile_xla and side == "jax")
+        lowered[side] = lower_named(
+            workload.entry, side, workload.shapes, workload.dtype, compile_xla=compile_xla and side == "jax"
+        )
         if progress:
             progress(f"lowered {side}")
     described = workload.to_dict(sides)  # with what each lowering changed or left out (torch-xla's rewrites)
     described["notes"] += [f"{side}: {note}" for side, low in lowered.items() for note in low.notes]
     if without:
         described["without"] = list(without)
-        described["notes"].append(f"compiled without {', '.join(without)} (a what-if: each target's compiler runs "
-                                  "it where its pipeline has it)")
-    result = compare_programs(lowered, targets, workload.entry, chips, progress=progress,
-                              workload=described, strict_dtypes=strict_dtypes, without=without)
+        described["notes"].append(
+            f"compiled without {', '.join(without)} (a what-if: each target's compiler runs "
+            "it where its pipeline has it)"
+        )
+    result = compare_programs(
+        lowered,
+        targets,
+        workload.entry,
+        chips,
+        progress=progress,
+        workload=described,
+        strict_dtypes=strict_dtypes,
+        without=without,
+    )
     return result, lowered

@@ -37,7 +37,10 @@ class Captured:
         return graph_ops(self.exported)
 
     def state(self) -> list[np.ndarray]:
-        return [to_numpy(t) for t in (*dict(self.module.named_parameters()).values(), *dict(self.module.named_buffers()).values())]
+        return [
+            to_numpy(t)
+            for t in (*dict(self.module.named_parameters()).values(), *dict(self.module.named_buffers()).values())
+        ]
 
     def arguments(self, case: Case) -> list[np.ndarray]:
         """The IR's arguments for `case`: weights, buffers, then the inputs."""
@@ -69,7 +72,11 @@ def recapture_ops(case: Case, module: torch.nn.Module | None = None) -> list[tup
 
 def module_for(case: Case, module: torch.nn.Module | None = None) -> torch.nn.Module:
     """The case's module with its weights loaded (or the module given, as it is)."""
-    return module if module is not None else load_weights(build(case.entry.name, case.shapes, case.dtype), dict(case.weights))
+    return (
+        module
+        if module is not None
+        else load_weights(build(case.entry.name, case.shapes, case.dtype), dict(case.weights))
+    )
 
 
 def eager(case: Case, module: torch.nn.Module | None = None) -> tuple[np.ndarray, ...]:

@@ -62,8 +62,10 @@ def eval_note(module: nn.Module) -> tuple[str, ...]:
     if not layers:
         return ()
     verb = "behaves" if len(layers) == 1 else "behave"
-    return (f"the module is in training mode ({', '.join(layers)} {verb} differently in it): it was lowered in "
-            "eval mode, as inference runs it; call .eval() first to make that explicit",)
+    return (
+        f"the module is in training mode ({', '.join(layers)} {verb} differently in it): it was lowered in "
+        "eval mode, as inference runs it; call .eval() first to make that explicit",
+    )
 
 
 @contextlib.contextmanager
@@ -124,18 +126,23 @@ def export_module(module: nn.Module, *example_inputs, name: str = "module", note
     except Exception as err:  # noqa: BLE001 - data-dependent control flow names the user's line and the fix
         if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
             raise CaptureFailed.from_exception(err, "torch.export") from err
-        raise LoweringFailed(f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+        raise LoweringFailed(
+            f"{name}: torch lowering failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+        ) from err
     if notes is not None:
         notes.extend(swapped)
     left_out = ", ".join(f"{path} ({kind})" for path, kind in dropped.items())
     if not exported.graph_signature.output_specs:
-        raise LoweringFailed(f"{name}: the module returns no tensor ({left_out or 'nothing'}); return tensors, or for "
-                             "a Hugging Face model pass use_cache=False (its cache is an object, not a tensor)")
+        raise LoweringFailed(
+            f"{name}: the module returns no tensor ({left_out or 'nothing'}); return tensors, or for "
+            "a Hugging Face model pass use_cache=False (its cache is an object, not a tensor)"
+        )
     if left_out and notes is not None:
-        notes.append(f"outputs that are not tensors were left out of the lowered program: {left_out} "
-                     "(for a Hugging Face model, use_cache=False does not build the cache at all)")
+        notes.append(
+            f"outputs that are not tensors were left out of the lowered program: {left_out} "
+            "(for a Hugging Face model, use_cache=False does not build the cache at all)"
+        )
     return exported
-
 
 
 STRIDED_VIEW = "Cannot view a tensor"  # torch's message for a view of a tensor whose strides forbid it
@@ -177,8 +184,10 @@ def to_stablehlo(exported, name: str = "module"):
                 return fx.export_and_import(exported, output_type="stablehlo"), notes
         except Exception as err:  # noqa: BLE001 - any compiler failure is reported as one line
             if attempt == 0 and STRIDED_VIEW in str(err) and (n := _views_as_reshapes(exported)):
-                notes = (f"torch-mlir's decompositions left a view on a non-contiguous tensor; the graph's {n} views "
-                         "were lowered as reshapes (the same values)",)
+                notes = (
+                    f"torch-mlir's decompositions left a view on a non-contiguous tensor; the graph's {n} views "
+                    "were lowered as reshapes (the same values)",
+                )
                 continue
             cause = root_cause("".join(diagnostics))
             detail = f"torch-mlir: {cause}" if cause else f"{type(err).__name__}: {str(err).splitlines()[0]}"

@@ -36,8 +36,11 @@ class SoftmaxWithShapeBranch(nn.Module):
         return torch.softmax(x, dim=-1)
 
 
-FRAMEWORK_FAULTS = {"softmax-no-max": ("softmax", SoftmaxWithoutMax), "host-sync": ("softmax", SoftmaxWithHostSync),
-                    "shape-branch": ("softmax", SoftmaxWithShapeBranch)}
+FRAMEWORK_FAULTS = {
+    "softmax-no-max": ("softmax", SoftmaxWithoutMax),
+    "host-sync": ("softmax", SoftmaxWithHostSync),
+    "shape-branch": ("softmax", SoftmaxWithShapeBranch),
+}
 
 
 def planted_module(fault: str, entry: str):

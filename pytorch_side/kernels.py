@@ -41,9 +41,7 @@ class Functional(nn.Module):
 
 def _attention(s, dtype):
     causal = s["mode"] == "prefill"  # decode: one query sees every cached key
-    return Functional(
-        functools.partial(F.scaled_dot_product_attention, is_causal=causal, enable_gqa=True), "sdpa"
-    )
+    return Functional(functools.partial(F.scaled_dot_product_attention, is_causal=causal, enable_gqa=True), "sdpa")
 
 
 BUILDERS: dict[str, Callable[[dict, torch.dtype], nn.Module]] = {
@@ -99,8 +97,10 @@ def decoder(cfg: ModelConfig, weights: dict | None = None, dtype: str = "float32
 def example_inputs(name: str, shapes: dict, dtype: str) -> list[torch.Tensor]:
     """The entry's inputs as empty tensors (indices int32), for a lowering: fake under
     FakeTensorMode (torch-mlir's path), real but unwritten elsewhere (torch-xla's driver)."""
-    return [torch.empty(spec.shape, dtype=torch.int32 if spec.kind == "index" else TORCH_DTYPES[dtype])
-            for spec in get_entry(name).inputs(shapes).values()]
+    return [
+        torch.empty(spec.shape, dtype=torch.int32 if spec.kind == "index" else TORCH_DTYPES[dtype])
+        for spec in get_entry(name).inputs(shapes).values()
+    ]
 
 
 def regional_parts(plan, dtype: str) -> list[tuple[str, Callable[[], nn.Module], list[torch.Tensor]]]:
@@ -113,6 +113,8 @@ def regional_parts(plan, dtype: str) -> list[tuple[str, Callable[[], nn.Module],
     ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
     x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
     caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
-    return [("prologue", lambda: Prologue(cfg, dt, plan.past), [ids]),
-            ("block", lambda: Block(cfg, dt), [x, *caches]),
-            ("epilogue", lambda: Epilogue(cfg, dt), [x])]
+    return [
+        ("prologue", lambda: Prologue(cfg, dt, plan.past), [ids]),
+        ("block", lambda: Block(cfg, dt), [x, *caches]),
+        ("epilogue", lambda: Epilogue(cfg, dt), [x]),
+    ]

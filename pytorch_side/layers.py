@@ -30,7 +30,9 @@ class Rotary(nn.Module):
 
     def forward(self, x_bnth: torch.Tensor, offset: int = 0) -> torch.Tensor:
         t = x_bnth.shape[-2]
-        positions = torch.arange(offset, offset + t, dtype=torch.float32, device=x_bnth.device)  # on the input's device (torch-xla's too)
+        positions = torch.arange(
+            offset, offset + t, dtype=torch.float32, device=x_bnth.device
+        )  # on the input's device (torch-xla's too)
         angles_th = torch.outer(positions, self.inv_freq)
         angles_th = torch.cat((angles_th, angles_th), dim=-1)
         cos, sin = angles_th.cos().to(x_bnth.dtype), angles_th.sin().to(x_bnth.dtype)

@@ -40,8 +40,9 @@ def lower_module(module: nn.Module, *example_inputs, name: str = "module", regio
     return lower_exported(exported, module, len(example_inputs), name, tuple(notes))
 
 
-def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str = "module",
-                   notes: tuple[str, ...] = ()) -> Lowering:
+def lower_exported(
+    exported, module: nn.Module, n_example_inputs: int, name: str = "module", notes: tuple[str, ...] = ()
+) -> Lowering:
     """torch-mlir's StableHLO of an exported program (export_module's), as a Lowering.
 
     Raises:
@@ -59,11 +60,16 @@ def lower_exported(exported, module: nn.Module, n_example_inputs: int, name: str
         param_args, buffer_args = tuple(range(len(params))), tuple(range(len(params), len(state)))
         names = (*state, *(f"inputs[{i}]" for i in range(n_example_inputs)))
         main = dataclasses.replace(ir_module.main, arg_names=names)
-        ir_module = dataclasses.replace(ir_module, functions=tuple(main if f.name == main.name else f for f in ir_module.functions))
-    stages = {"fx": exported.graph_module.print_readable(print_output=False), "stablehlo": mlir_module.operation.get_asm()}
-    return Lowering("torch", name, stages, ir_module, param_args, buffer_args=buffer_args,
-                    notes=eval_note(module) + tuple(notes))
-
+        ir_module = dataclasses.replace(
+            ir_module, functions=tuple(main if f.name == main.name else f for f in ir_module.functions)
+        )
+    stages = {
+        "fx": exported.graph_module.print_readable(print_output=False),
+        "stablehlo": mlir_module.operation.get_asm(),
+    }
+    return Lowering(
+        "torch", name, stages, ir_module, param_args, buffer_args=buffer_args, notes=eval_note(module) + tuple(notes)
+    )
 
 
 def lower_entry(name: str, shapes: dict, dtype: str) -> Lowering:
@@ -89,11 +95,18 @@ def lower_regional(name: str, shapes: dict, dtype: str) -> Lowering:
     plan = regional_plan(name, shapes)
     cfg = plan.cfg
     with FakeTensorMode(allow_non_fake_inputs=True), routed_moe():  # the costed graph routes its tokens
-        parts = tuple(lower_module(make().eval(), *inputs, name=f"{name}.{label}")
-                      for label, make, inputs in regional_parts(plan, dtype))
+        parts = tuple(
+            lower_module(make().eval(), *inputs, name=f"{name}.{label}")
+            for label, make, inputs in regional_parts(plan, dtype)
+        )
     module, params, buffers = compose_regional(
-        *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(cfg.tie_embeddings),
+        *(p.module for p in parts),
+        plan.layers,
+        tuple(len(p.param_args) for p in parts),
+        int(cfg.tie_embeddings),
         n_state=tuple(p.state_args for p in parts),
     )
     stages = {stage: "\n".join(f"// ---- {p.name}\n{p.stages[stage]}" for p in parts) for stage in ("fx", "stablehlo")}
-    return dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers)
+    return dataclasses.replace(
+        parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers
+    )

@@ -140,7 +140,6 @@ def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, i
     """
     import torch.fx.traceback as fx_traceback
 
-
     with _cut(module, path, stack, 2), fx_traceback.preserve_node_meta():
         graph = export_module(module, *inputs, name=name).graph_module.graph
     nodes = [n for n in graph.nodes if n.op not in ("placeholder", "output")]
@@ -150,18 +149,26 @@ def _check_nothing_between(module: nn.Module, path: str, stack: nn.ModuleList, i
         raise LoweringFailed(f"{name}: regional lowering: a layer of {path} made no op")
     stray = [n.name for n in nodes[first[-1] + 1 : second[0]] if _region(n) is None and not _is_assertion(n)]
     if stray:
-        raise LoweringFailed(f"{name}: regional lowering: ops of the module's own run between two layers of {path} "
-                             f"({', '.join(stray[:3])}); lower it flat (regional=False)")
+        raise LoweringFailed(
+            f"{name}: regional lowering: ops of the module's own run between two layers of {path} "
+            f"({', '.join(stray[:3])}); lower it flat (regional=False)"
+        )
     # The module's own tensors each layer reads (not weights or inputs, nor the layer before's):
     # the second may read fewer (the first reads the stack's input, the second the first's output),
     # never one the first does not.
-    reads = [{a.name for i in idx for a in nodes[i].all_input_nodes if a.op != "placeholder" and _region(a) is None}
-             for idx in (first, second)]
+    reads = [
+        {a.name for i in idx for a in nodes[i].all_input_nodes if a.op != "placeholder" and _region(a) is None}
+        for idx in (first, second)
+    ]
     if reads[1] - reads[0]:
-        return ((f"the layers of {path} read different tensors computed before the stack (layer 1 reads "
-                 f"{', '.join(sorted(reads[1] - reads[0])[:3])}, layer 0 does not; Gemma-2's sliding-window and full "
-                 "attention masks, say): every call of the lowered layer reads layer 0's; lower it flat "
-                 "(regional=False) for each layer's own"),)
+        return (
+            (
+                f"the layers of {path} read different tensors computed before the stack (layer 1 reads "
+                f"{', '.join(sorted(reads[1] - reads[0])[:3])}, layer 0 does not; Gemma-2's sliding-window and full "
+                "attention masks, say): every call of the lowered layer reads layer 0's; lower it flat "
+                "(regional=False) for each layer's own"
+            ),
+        )
     return ()
 
 
@@ -179,15 +186,16 @@ def _parts(graph) -> dict[str, int]:
     first, last = marked[0], marked[-1]
     stray = [n.name for n in nodes[first : last + 1] if _region(n) is None and not _is_assertion(n)]
     if stray:
-        raise LoweringFailed(f"regional lowering: ops of the module's own run inside the layer's ({', '.join(stray[:3])}); "
-                             "lower it flat (regional=False)")
+        raise LoweringFailed(
+            f"regional lowering: ops of the module's own run inside the layer's ({', '.join(stray[:3])}); "
+            "lower it flat (regional=False)"
+        )
     return {n.name: 0 if i < first else 1 if i <= last else 2 for i, n in enumerate(nodes)}
 
 
 def _import_part(submodule, name: str):
     """One part of the split graph through torch.export and torch-mlir: (IR module, StableHLO text, notes)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
-
 
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     try:
@@ -196,7 +204,9 @@ def _import_part(submodule, name: str):
             args = tuple(torch.empty(n.meta["val"].shape, dtype=n.meta["val"].dtype) for n in placeholders)
             exported = torch.export.export(submodule, args)
     except Exception as err:  # noqa: BLE001 - reported as one line
-        raise LoweringFailed(f"{name}: re-exporting a part failed: {type(err).__name__}: {str(err).splitlines()[0]}") from err
+        raise LoweringFailed(
+            f"{name}: re-exporting a part failed: {type(err).__name__}: {str(err).splitlines()[0]}"
+        ) from err
     mlir, notes = to_stablehlo(exported, name)
     text = mlir.operation.get_asm(enable_debug_info=True)
     return verify(parse_stablehlo(text)), mlir.operation.get_asm(), notes
@@ -214,11 +224,12 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
     import torch.fx.traceback as fx_traceback
     from torch.fx.passes.split_module import split_module
 
-
     found = find_stack(module)
     if found is None:
-        raise LoweringFailed(f"{name}: regional lowering needs an nn.ModuleList of two or more identical layers; "
-                             "the module has none (lower it flat: regional=False)")
+        raise LoweringFailed(
+            f"{name}: regional lowering needs an nn.ModuleList of two or more identical layers; "
+            "the module has none (lower it flat: regional=False)"
+        )
     path, stack = found
     state = [*module.named_parameters(), *module.named_buffers()]  # before the cut: every layer's
     notes = list(_check_nothing_between(module, path, stack, example_inputs, name))
@@ -258,7 +269,9 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
 
     parts, texts, wiring = [], [], []
     for i, call in enumerate(calls):
-        ir_module, text, retried = _import_part(getattr(top, call.target), f"{name}.{'layer' if i == block else f'part{i}'}")
+        ir_module, text, retried = _import_part(
+            getattr(top, call.target), f"{name}.{'layer' if i == block else f'part{i}'}"
+        )
         notes.extend(n for n in retried if n not in notes)
         parts.append(ir_module)
         texts.append(text)
@@ -276,16 +289,28 @@ def lower_stack(module: nn.Module, *example_inputs, name: str = "module") -> Low
     renumber = {old: new for new, old in enumerate(used)}
     remap = lambda w: w if w.part is not None else Wire(renumber[w.index])  # noqa: E731
     composed = compose_stack(
-        tuple(types[i] for i in used), tuple(arg_names[i] for i in used), tuple(parts), block,
-        tuple(tuple(remap(w) for w in ws) for ws in wiring), tuple(remap(w) for w in outputs), len(stack),
+        tuple(types[i] for i in used),
+        tuple(arg_names[i] for i in used),
+        tuple(parts),
+        block,
+        tuple(tuple(remap(w) for w in ws) for ws in wiring),
+        tuple(remap(w) for w in outputs),
+        len(stack),
     )
     params = tuple(renumber[i] for i in used if kinds[i] == "param")
     buffers = tuple(renumber[i] for i in used if kinds[i] == "buffer")
-    labels = [f"layer (x{len(stack)}, {path})" if i == block else ("before the stack" if i < block else "after the stack")
-              for i in range(len(calls))]
-    stages = {"fx": gm.print_readable(print_output=False),
-              "stablehlo": "\n".join(f"// ---- {label}\n{text}" for label, text in zip(labels, texts))}
-    notes.append(f"lowered regionally: {path} is {len(stack)} identical {type(stack[0]).__name__} layers; one was lowered "
-                 f"and is called {len(stack)} times ({len(state)} weights and buffers in all)")
-    return Lowering("torch", name, stages, verify(composed), params, buffer_args=buffers,
-                    notes=eval_note(module) + tuple(notes))
+    labels = [
+        f"layer (x{len(stack)}, {path})" if i == block else ("before the stack" if i < block else "after the stack")
+        for i in range(len(calls))
+    ]
+    stages = {
+        "fx": gm.print_readable(print_output=False),
+        "stablehlo": "\n".join(f"// ---- {label}\n{text}" for label, text in zip(labels, texts)),
+    }
+    notes.append(
+        f"lowered regionally: {path} is {len(stack)} identical {type(stack[0]).__name__} layers; one was lowered "
+        f"and is called {len(stack)} times ({len(state)} weights and buffers in all)"
+    )
+    return Lowering(
+        "torch", name, stages, verify(composed), params, buffer_args=buffers, notes=eval_note(module) + tuple(notes)
+    )

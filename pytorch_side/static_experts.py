@@ -70,10 +70,12 @@ def static_experts(module: nn.Module, notes: list[str] | None = None):
         m.forward = routed_forward(m)
     if swapped and notes is not None:
         kinds = sorted({type(m).__name__ for _, m in swapped})
-        notes.append(f"{len(swapped)} {', '.join(kinds)} module(s) were lowered in a routed, statically shaped form "
-                     "(the experts' data-dependent dispatch does not export): each active expert runs its share of "
-                     "the tokens, top_k / n_experts of dense (reference/catalogue/mlp.py expert_capacity), the "
-                     "active experts together in one batched matmul per projection")
+        notes.append(
+            f"{len(swapped)} {', '.join(kinds)} module(s) were lowered in a routed, statically shaped form "
+            "(the experts' data-dependent dispatch does not export): each active expert runs its share of "
+            "the tokens, top_k / n_experts of dense (reference/catalogue/mlp.py expert_capacity), the "
+            "active experts together in one batched matmul per projection"
+        )
     try:
         yield
     finally:

@@ -112,7 +112,11 @@ class Agreement:
             "shapes": dict(self.shapes),
             "seed": self.seed,
             "errors": {k: v.to_dict() for k, v in self.errors.items()},
-            "tolerance": {**self.tolerance.to_dict(), "cross_side_factor": CROSS_SIDE_FACTOR, "term_scale": self.term_scale},
+            "tolerance": {
+                **self.tolerance.to_dict(),
+                "cross_side_factor": CROSS_SIDE_FACTOR,
+                "term_scale": self.term_scale,
+            },
             "ok": self.ok,
             "notes": list(self.notes),
         }
@@ -158,7 +162,11 @@ def run_memory_bytes(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> i
     b = np.dtype(numpy_dtype(dtype)).itemsize
     specs = {**entry.inputs(shapes), **entry.weights(shapes)}
     n_io = sum(math.prod(s.shape) for s in specs.values())
-    big = entry.largest(shapes).values() if entry.largest else [max((s.shape for s in specs.values()), key=math.prod, default=())]
+    big = (
+        entry.largest(shapes).values()
+        if entry.largest
+        else [max((s.shape for s in specs.values()), key=math.prod, default=())]
+    )
     n_big = sum(math.prod(shape) for shape in big)
     return (b + 8 + 2 * SIDE_ELEMENT_BYTES) * n_io + (8 + 2 * SIDE_ELEMENT_BYTES + 16) * n_big + FRAMEWORK_BYTES
 
@@ -199,8 +207,9 @@ def check_run_memory(entry: Entry, shapes: Mapping[str, Value], dtype: str) -> i
     needed = run_memory_bytes(entry, shapes, dtype)
     available = available_memory_bytes()
     if available is not None and needed > available:
-        raise TooLargeToRun(entry.name, entry.n_weights(shapes), RUN_PARAMETER_LIMIT, needed_bytes=needed,
-                            available_bytes=available)
+        raise TooLargeToRun(
+            entry.name, entry.n_weights(shapes), RUN_PARAMETER_LIMIT, needed_bytes=needed, available_bytes=available
+        )
     return needed
 
 
@@ -217,8 +226,10 @@ def given_weights(entry: Entry, shapes: Mapping[str, Value], weights: Mapping[st
     if wrong:
         raise WeightMismatch([], [], shapes={k: (np.shape(weights[k]), tuple(specs[k].shape)) for k in wrong})
     target = numpy_dtype(dtype)
-    return {k: np.asarray(v).astype(np.float32).astype(target) if np.asarray(v).dtype != target else np.asarray(v)
-            for k, v in weights.items()}
+    return {
+        k: np.asarray(v).astype(np.float32).astype(target) if np.asarray(v).dtype != target else np.asarray(v)
+        for k, v in weights.items()
+    }
 
 
 def check_agreement(
@@ -263,6 +274,12 @@ def check_agreement(
     outputs = {side: tuple(run(case)) for side, run in runners.items()}
     reduction = entry.reduction(resolved) if entry.reduction else 0
     return compare_outputs(
-        entry.name, dtype, case.reference(), outputs,
-        shapes=resolved, seed=seed, reduction=reduction, term_scale=case.term_scale(),
+        entry.name,
+        dtype,
+        case.reference(),
+        outputs,
+        shapes=resolved,
+        seed=seed,
+        reduction=reduction,
+        term_scale=case.term_scale(),
     )

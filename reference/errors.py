@@ -54,8 +54,15 @@ class TooLargeToRun(LandscapeError):
     """A numerical run too large to hold: more weights than the run budget, or more memory than the
     machine has available (estimated before anything is allocated)."""
 
-    def __init__(self, entry: str, n_params: int, limit: int, *, needed_bytes: int | None = None,
-                 available_bytes: int | None = None):
+    def __init__(
+        self,
+        entry: str,
+        n_params: int,
+        limit: int,
+        *,
+        needed_bytes: int | None = None,
+        available_bytes: int | None = None,
+    ):
         self.entry, self.n_params, self.limit = entry, n_params, limit
         self.needed_bytes, self.available_bytes = needed_bytes, available_bytes
         if needed_bytes is None:
@@ -92,8 +99,10 @@ class BeyondContext(LandscapeError):
             advice = f"it has {context:,} learned positions, so no flag extends it; choose {knob} <= {context}"
         else:
             advice = f"choose {knob} <= {context}, or pass --allow-beyond-context to explore anyway"
-        super().__init__(f"{model}: {given} exceeds its context of {context:,} tokens "
-                         f"(max_position_embeddings in its config); {advice}")
+        super().__init__(
+            f"{model}: {given} exceeds its context of {context:,} tokens "
+            f"(max_position_embeddings in its config); {advice}"
+        )
 
 
 class MalformedInput(LandscapeError):
@@ -114,7 +123,9 @@ class WeightMismatch(LandscapeError):
         self.missing, self.unexpected, self.shapes = sorted(missing), sorted(unexpected), dict(shapes or {})
         tail = f"; {hint}" if hint else ""
         if self.shapes:
-            wrong = ", ".join(f"{k} {tuple(got)} (needs {tuple(want)})" for k, (got, want) in sorted(self.shapes.items())[:4])
+            wrong = ", ".join(
+                f"{k} {tuple(got)} (needs {tuple(want)})" for k, (got, want) in sorted(self.shapes.items())[:4]
+            )
             super().__init__(f"weights do not match the module: shapes differ: {wrong}{tail}")
             return
         super().__init__(
@@ -158,13 +169,24 @@ class NonFiniteResult(LandscapeError):
 
     def __init__(self, field: str, value: float):
         self.field, self.value = field, value
-        super().__init__(f"result field {field!r} is {value!r}, not a finite number; this is a bug in the model "
-                         f"that produced it, so nothing was printed (please report it with the command line)")
+        super().__init__(
+            f"result field {field!r} is {value!r}, not a finite number; this is a bug in the model "
+            f"that produced it, so nothing was printed (please report it with the command line)"
+        )
 
 
 # Frames that are the capture machinery, not the user's model (the user's line is the innermost other).
-_MACHINERY = ("site-packages", "dist-packages", "<frozen", "/lib/python", "pytorch_side/capture.py",
-              "pytorch_side/lower.py", "jax_side/capture.py", "jax_side/lower.py", "torchxla_side/driver.py")
+_MACHINERY = (
+    "site-packages",
+    "dist-packages",
+    "<frozen",
+    "/lib/python",
+    "pytorch_side/capture.py",
+    "pytorch_side/lower.py",
+    "jax_side/capture.py",
+    "jax_side/lower.py",
+    "torchxla_side/driver.py",
+)
 # What a source line does that a graph capture cannot follow, and the fix (first match wins).
 _HOST_SYNCS = (
     (".item()", "calls `.item()`", "use torch.where (jnp.where), or move the check out of forward"),
@@ -178,9 +200,15 @@ _HOST_SYNCS = (
 
 
 # The errors a capture raises on data-dependent control flow or a host sync (torch.export; JAX's tracer).
-DATA_DEPENDENT = ("GuardOnDataDependentSymNode", "DataDependentOutputException", "ConcretizationTypeError",
-                  "TracerBoolConversionError", "TracerIntegerConversionError", "TracerArrayConversionError",
-                  "data-dependent")
+DATA_DEPENDENT = (
+    "GuardOnDataDependentSymNode",
+    "DataDependentOutputException",
+    "ConcretizationTypeError",
+    "TracerBoolConversionError",
+    "TracerIntegerConversionError",
+    "TracerArrayConversionError",
+    "data-dependent",
+)
 
 
 class CaptureFailed(LoweringFailed):
@@ -210,15 +238,27 @@ class CaptureFailed(LoweringFailed):
         frame = user[-1]
         name = frame.filename.rsplit("/", 1)[-1]
         if kind not in DATA_DEPENDENT and not any(k in str(err) for k in DATA_DEPENDENT):
-            return cls(f"line {frame.lineno} of {name} (in {frame.name}): {tool} could not capture forward: {kind}: {first}",
-                       frame.filename, frame.lineno, kind)
+            return cls(
+                f"line {frame.lineno} of {name} (in {frame.name}): {tool} could not capture forward: {kind}: {first}",
+                frame.filename,
+                frame.lineno,
+                kind,
+            )
         text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
-        what, fix = next(((w, f) for key, w, f in _HOST_SYNCS if key in text),
-                         ("depends on a tensor's value", "compute it with tensor ops, not Python values"))
-        where = ("on a target with no eager fallback (TPU, Spyre, LPU, wafer) this is a compile rejection; on a GPU, "
-                 "torch.compile makes it a graph break" if tool.startswith("torch") else
-                 "jax.jit has no eager fallback, so it is a compile rejection on every target")
+        what, fix = next(
+            ((w, f) for key, w, f in _HOST_SYNCS if key in text),
+            ("depends on a tensor's value", "compute it with tensor ops, not Python values"),
+        )
+        where = (
+            "on a target with no eager fallback (TPU, Spyre, LPU, wafer) this is a compile rejection; on a GPU, "
+            "torch.compile makes it a graph break"
+            if tool.startswith("torch")
+            else "jax.jit has no eager fallback, so it is a compile rejection on every target"
+        )
         return cls(
             f"line {frame.lineno} of {name} {what} inside {frame.name}: data-dependent control flow cannot be captured "
             f"by {tool}; {fix}; {where} ({kind})",
-            frame.filename, frame.lineno, kind)
+            frame.filename,
+            frame.lineno,
+            kind,
+        )

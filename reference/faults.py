@@ -30,32 +30,84 @@ class Layer:
     name: str
     symptom: str
     reference: str  # the executable reference at the layer's boundary
-    rung: str       # the rung that checks it
+    rung: str  # the rung that checks it
     study_stage: str  # Shen et al. FSE 2021
 
 
 LAYERS = (
-    Layer(1, "framework code", "wrong or non-finite values in eager mode: an overflow, a missing max, a host sync",
-          "R0, the float64 reference of the spec", "R1", "model loading (the model as written)"),
-    Layer(2, "graph capture", "capture fails, breaks the graph, or bakes a traced value or shape into the graph",
-          "R1, the eager framework on the same inputs", "R2", "high-level IR construction"),
-    Layer(3, "decomposition", "a composite op rewritten into primitives that compute something else",
-          "R2, the captured graph replayed", "R3", "high-level IR transformation"),
-    Layer(4, "graph optimization", "a fused, folded or quantized graph that no longer computes the same function",
-          "R3, the lowered IR interpreted", "R4", "high-level IR transformation"),
-    Layer(5, "lowering and layout", "elements lost or misplaced at a layout's edge: sticks, vectors, padding",
-          "R4, the IR after the target's graph passes", "R5", "low-level IR transformation"),
-    Layer(6, "tiling and scheduling", "a tile or a cycle missing or out of order: remainders, early consumers",
-          "R4 (tiles) or R5 (schedules)", "R5/R6", "low-level IR transformation"),
-    Layer(7, "memory placement and data movement", "values overwritten while live, transfers of the wrong length",
-          "R5, the plan with its layouts and tiles", "R6", "low-level IR transformation (code generation)"),
-    Layer(8, "numerics", "errors beyond the dtype's rounding: narrow accumulation, the wrong format",
-          "R6, the scheduled plan in the program's own types", "R7", "low-level IR transformation (code generation)"),
+    Layer(
+        1,
+        "framework code",
+        "wrong or non-finite values in eager mode: an overflow, a missing max, a host sync",
+        "R0, the float64 reference of the spec",
+        "R1",
+        "model loading (the model as written)",
+    ),
+    Layer(
+        2,
+        "graph capture",
+        "capture fails, breaks the graph, or bakes a traced value or shape into the graph",
+        "R1, the eager framework on the same inputs",
+        "R2",
+        "high-level IR construction",
+    ),
+    Layer(
+        3,
+        "decomposition",
+        "a composite op rewritten into primitives that compute something else",
+        "R2, the captured graph replayed",
+        "R3",
+        "high-level IR transformation",
+    ),
+    Layer(
+        4,
+        "graph optimization",
+        "a fused, folded or quantized graph that no longer computes the same function",
+        "R3, the lowered IR interpreted",
+        "R4",
+        "high-level IR transformation",
+    ),
+    Layer(
+        5,
+        "lowering and layout",
+        "elements lost or misplaced at a layout's edge: sticks, vectors, padding",
+        "R4, the IR after the target's graph passes",
+        "R5",
+        "low-level IR transformation",
+    ),
+    Layer(
+        6,
+        "tiling and scheduling",
+        "a tile or a cycle missing or out of order: remainders, early consumers",
+        "R4 (tiles) or R5 (schedules)",
+        "R5/R6",
+        "low-level IR transformation",
+    ),
+    Layer(
+        7,
+        "memory placement and data movement",
+        "values overwritten while live, transfers of the wrong length",
+        "R5, the plan with its layouts and tiles",
+        "R6",
+        "low-level IR transformation (code generation)",
+    ),
+    Layer(
+        8,
+        "numerics",
+        "errors beyond the dtype's rounding: narrow accumulation, the wrong format",
+        "R6, the scheduled plan in the program's own types",
+        "R7",
+        "low-level IR transformation (code generation)",
+    ),
 )
 RUNG_NAMES = {
-    "R0": "the float64 reference", "R1": "the eager framework", "R2": "the captured graph, replayed",
-    "R3": "the lowered IR, interpreted", "R4": "the IR after the target's graph passes",
-    "R5": "the plan with its padded layouts and tiles", "R6": "the scheduled plan with its memory planner and DMA",
+    "R0": "the float64 reference",
+    "R1": "the eager framework",
+    "R2": "the captured graph, replayed",
+    "R3": "the lowered IR, interpreted",
+    "R4": "the IR after the target's graph passes",
+    "R5": "the plan with its padded layouts and tiles",
+    "R6": "the scheduled plan with its memory planner and DMA",
     "R7": "the device's numerics",
 }
 RUNGS = tuple(RUNG_NAMES)
@@ -90,26 +142,92 @@ class Fault:
 
 
 FAULTS = (
-    Fault("softmax-no-max", 1, "R1", (), "softmax computed as exp(x) / sum(exp(x)), without subtracting the max: "
-          "large logits overflow", "softmax --dtype float16", input_scale=16.0),
-    Fault("host-sync", 2, "R2", (), "forward calls .item() to branch on a tensor's value: a host sync that no "
-          "graph capture can follow", "softmax"),
-    Fault("shape-branch", 2, "R2", (), "forward branches on an input's shape (a vectorized max when the row length "
-          "is a multiple of 8): the capture keeps the branch taken at the captured shape only", "softmax"),
-    Fault("layernorm-eps-outside-sqrt", 3, "R3", (), "LayerNorm/RMSNorm decomposed as 1 / (sqrt(var) + eps) "
-          "instead of rsqrt(var + eps)", "layernorm", input_scale=0.01),
-    Fault("fused-reduce-wrong-axis", 4, "R4", ("gpu", "tpu", "spyre", "wafer"), "a reduction fused with its "
-          "neighbours runs over another axis of the same extent", "softmax"),
-    Fault("floor-stick-count", 5, "R5", ("spyre", "lpu"), "a copy's stick (vector) count recomputed with floor "
-          "division: the last partial stick is never written", "clone --shape n=65 --dtype float16 --target spyre"),
-    Fault("drop-remainder-tile", 6, "R5", ("gpu", "tpu", "spyre"), "a contraction's tile count computed as "
-          "M // tile_m (N // tile_n): the remainder rows (columns) are never computed", "matmul --shape m=130 --shape n=130"),
-    Fault("early-consumer", 6, "R6", ("lpu",), "on the static schedule, a consumer issued one cycle before its "
-          "producer writes: it reads a stale SRAM slot", "softmax --target groq-lpu"),
-    Fault("free-at-first-use", 7, "R6", ("lpu",), "the SRAM planner frees a value at its first reader instead of "
-          "its last: a later value overwrites it while live", "layernorm --target groq-lpu"),
-    Fault("dma-length-elements", 7, "R6", (), "an argument's DMA length given in elements where the engine "
-          "counts bytes: only the first 1/itemsize of it arrives", "matmul"),
+    Fault(
+        "softmax-no-max",
+        1,
+        "R1",
+        (),
+        "softmax computed as exp(x) / sum(exp(x)), without subtracting the max: large logits overflow",
+        "softmax --dtype float16",
+        input_scale=16.0,
+    ),
+    Fault(
+        "host-sync",
+        2,
+        "R2",
+        (),
+        "forward calls .item() to branch on a tensor's value: a host sync that no graph capture can follow",
+        "softmax",
+    ),
+    Fault(
+        "shape-branch",
+        2,
+        "R2",
+        (),
+        "forward branches on an input's shape (a vectorized max when the row length "
+        "is a multiple of 8): the capture keeps the branch taken at the captured shape only",
+        "softmax",
+    ),
+    Fault(
+        "layernorm-eps-outside-sqrt",
+        3,
+        "R3",
+        (),
+        "LayerNorm/RMSNorm decomposed as 1 / (sqrt(var) + eps) instead of rsqrt(var + eps)",
+        "layernorm",
+        input_scale=0.01,
+    ),
+    Fault(
+        "fused-reduce-wrong-axis",
+        4,
+        "R4",
+        ("gpu", "tpu", "spyre", "wafer"),
+        "a reduction fused with its neighbours runs over another axis of the same extent",
+        "softmax",
+    ),
+    Fault(
+        "floor-stick-count",
+        5,
+        "R5",
+        ("spyre", "lpu"),
+        "a copy's stick (vector) count recomputed with floor division: the last partial stick is never written",
+        "clone --shape n=65 --dtype float16 --target spyre",
+    ),
+    Fault(
+        "drop-remainder-tile",
+        6,
+        "R5",
+        ("gpu", "tpu", "spyre"),
+        "a contraction's tile count computed as "
+        "M // tile_m (N // tile_n): the remainder rows (columns) are never computed",
+        "matmul --shape m=130 --shape n=130",
+    ),
+    Fault(
+        "early-consumer",
+        6,
+        "R6",
+        ("lpu",),
+        "on the static schedule, a consumer issued one cycle before its producer writes: it reads a stale SRAM slot",
+        "softmax --target groq-lpu",
+    ),
+    Fault(
+        "free-at-first-use",
+        7,
+        "R6",
+        ("lpu",),
+        "the SRAM planner frees a value at its first reader instead of "
+        "its last: a later value overwrites it while live",
+        "layernorm --target groq-lpu",
+    ),
+    Fault(
+        "dma-length-elements",
+        7,
+        "R6",
+        (),
+        "an argument's DMA length given in elements where the engine "
+        "counts bytes: only the first 1/itemsize of it arrives",
+        "matmul",
+    ),
     Fault("fp16-accumulate", 8, "R7", (), "a GEMM accumulating in fp16 instead of f32", "matmul --shape k=1024"),
 )
 FAULT_NAMES = tuple(f.name for f in FAULTS)
@@ -147,6 +265,7 @@ def decomposition_hook(module, steps=None):
                 return None
             value = op.operands[0]
         return None
+
     seen: dict[str, np.ndarray] = {}
     sites: list[str] = []
 

@@ -40,7 +40,14 @@ LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_po
 # Plausibility limits, not hardware limits: each an order of magnitude or more past the largest
 # published model's (Llama-3.1-405B: width 16,384, d_ff 53,248, 126 layers, 128 heads; vocabularies
 # of 256K; contexts of 10M tokens), so that a typo or a hostile 1e30 is refused before it is costed.
-LIMITS = {"width": 1 << 20, "layers": 1 << 14, "heads": 1 << 14, "vocab": 1 << 24, "positions": 1 << 30, "experts": 1 << 16}
+LIMITS = {
+    "width": 1 << 20,
+    "layers": 1 << 14,
+    "heads": 1 << 14,
+    "vocab": 1 << 24,
+    "positions": 1 << 30,
+    "experts": 1 << 16,
+}
 
 
 def model_name(path: str) -> str:
@@ -60,13 +67,17 @@ def read_config(path: str) -> dict:
     except (OSError, ValueError):  # a name the OS cannot stat: too long, a NUL in it
         is_file = False
     if not is_file:
-        raise BadModelFile(f"{str(path)[:200]}: not a file; give a Hugging Face config.json (or a published model's name)")
+        raise BadModelFile(
+            f"{str(path)[:200]}: not a file; give a Hugging Face config.json (or a published model's name)"
+        )
     try:
         raw = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise BadModelFile(f"{path}: not a JSON config ({type(err).__name__}: {str(err).splitlines()[0]})") from err
     except RecursionError as err:  # arrays or objects nested thousands deep
-        raise BadModelFile(f"{path}: not a JSON config (nested too deep to read); a config.json is one flat object") from err
+        raise BadModelFile(
+            f"{path}: not a JSON config (nested too deep to read); a config.json is one flat object"
+        ) from err
     if not isinstance(raw, dict):
         raise BadModelFile(f"{path}: a config.json holds one JSON object, got {type(raw).__name__}")
     return raw
@@ -91,10 +102,15 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         if typ is float and isinstance(value, int) and not isinstance(value, bool):
             value, ok = float(value), True
         if not ok or (typ in (int, float) and not (value > 0 and math.isfinite(value))):
-            raise BadModelFile(f"{name}: field {key!r} is {value!r}; expected a positive {typ.__name__}"
-                               if typ is not bool else f"{name}: field {key!r} is {value!r}; expected true or false")
+            raise BadModelFile(
+                f"{name}: field {key!r} is {value!r}; expected a positive {typ.__name__}"
+                if typ is not bool
+                else f"{name}: field {key!r} is {value!r}; expected true or false"
+            )
         if limit is not None and value > LIMITS[limit]:
-            raise BadModelFile(f"{name}: field {key!r} is {value:,}; expected at most {LIMITS[limit]:,} (a plausibility limit)")
+            raise BadModelFile(
+                f"{name}: field {key!r} is {value:,}; expected at most {LIMITS[limit]:,} (a plausibility limit)"
+            )
         return value
 
     def number(key: str, value, default: float) -> float:
@@ -125,11 +141,20 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         d, heads = get("n_embd", limit="width"), get("n_head", limit="heads")
         divides("n_head", "n_embd", heads, d, "GPT-2's heads are n_embd / n_head wide")
         inner = raw.get("n_inner")
-        return ModelConfig(name=name, source=source, style="gpt2", d_model=d, n_layers=get("n_layer", limit="layers"),
-                           n_heads=heads, n_kv_heads=heads, d_ff=get("n_inner", limit="width") if inner is not None else 4 * d,
-                           vocab=get("vocab_size", limit="vocab"), norm_eps=get("layer_norm_epsilon", float, 1e-5),
-                           max_positions=get("n_positions", limit="positions"),
-                           tie_embeddings=get("tie_word_embeddings", bool, True))
+        return ModelConfig(
+            name=name,
+            source=source,
+            style="gpt2",
+            d_model=d,
+            n_layers=get("n_layer", limit="layers"),
+            n_heads=heads,
+            n_kv_heads=heads,
+            d_ff=get("n_inner", limit="width") if inner is not None else 4 * d,
+            vocab=get("vocab_size", limit="vocab"),
+            norm_eps=get("layer_norm_epsilon", float, 1e-5),
+            max_positions=get("n_positions", limit="positions"),
+            tie_embeddings=get("tie_word_embeddings", bool, True),
+        )
     if raw.get("hidden_act", "silu") != "silu":
         refuse("hidden_act", raw["hidden_act"], '"silu" (SwiGLU)')
     for key in ("attention_bias", "mlp_bias"):
@@ -145,7 +170,11 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         rope_type = scaling.get("rope_type", scaling.get("type"))
         if rope_type not in ROPE_TYPES:
             refuse("rope_scaling.rope_type", rope_type, ", ".join(repr(t) for t in ROPE_TYPES))
-        scaling = None if rope_type == "default" else {"rope_type": "llama3", **{k: scaling[k] for k in LLAMA3_KEYS if k in scaling}}
+        scaling = (
+            None
+            if rope_type == "default"
+            else {"rope_type": "llama3", **{k: scaling[k] for k in LLAMA3_KEYS if k in scaling}}
+        )
         missing = [k for k in LLAMA3_KEYS if scaling is not None and k not in scaling]
         if missing:
             raise BadModelFile(f"{name}: rope_scaling of type llama3 lacks {', '.join(missing)}")
@@ -153,31 +182,59 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
             factors = {k: number(f"rope_scaling.{k}", scaling[k], 0.0) for k in LLAMA3_KEYS}
             original = scaling["original_max_position_embeddings"]
             if not isinstance(original, int) or isinstance(original, bool) or original > positions:
-                raise BadModelFile(f"{name}: field 'rope_scaling.original_max_position_embeddings' is {original!r}; "
-                                   f"expected an integer at most max_position_embeddings ({positions:,})")
+                raise BadModelFile(
+                    f"{name}: field 'rope_scaling.original_max_position_embeddings' is {original!r}; "
+                    f"expected an integer at most max_position_embeddings ({positions:,})"
+                )
             if factors["factor"] < 1 or factors["high_freq_factor"] <= factors["low_freq_factor"]:
-                raise BadModelFile(f"{name}: rope_scaling of type llama3 needs factor >= 1 and high_freq_factor > "
-                                   f"low_freq_factor; got {factors['factor']:g}, {factors['high_freq_factor']:g} and "
-                                   f"{factors['low_freq_factor']:g}")
+                raise BadModelFile(
+                    f"{name}: rope_scaling of type llama3 needs factor >= 1 and high_freq_factor > "
+                    f"low_freq_factor; got {factors['factor']:g}, {factors['high_freq_factor']:g} and "
+                    f"{factors['low_freq_factor']:g}"
+                )
     theta = number("rope_theta", rope.get("rope_theta", raw.get("rope_theta")), 10000.0)
     d, heads = get("hidden_size", limit="width"), get("num_attention_heads", limit="heads")
     kv_heads = get("num_key_value_heads", int, heads, limit="heads")
     head_dim = get("head_dim", limit="width") if raw.get("head_dim") is not None else 0
     if not head_dim:
         divides("num_attention_heads", "hidden_size", heads, d, "give head_dim, or heads that divide the width")
-    divides("num_key_value_heads", "num_attention_heads", kv_heads, heads, "each KV head serves a whole group of query heads")
+    divides(
+        "num_key_value_heads",
+        "num_attention_heads",
+        kv_heads,
+        heads,
+        "each KV head serves a whole group of query heads",
+    )
     experts = {}
     if kind == "mixtral":
-        experts = {"n_experts": get("num_local_experts", limit="experts"), "top_k": get("num_experts_per_tok", limit="experts")}
+        experts = {
+            "n_experts": get("num_local_experts", limit="experts"),
+            "top_k": get("num_experts_per_tok", limit="experts"),
+        }
         if experts["top_k"] > experts["n_experts"]:
-            raise BadModelFile(f"{name}: num_experts_per_tok = {experts['top_k']} is more than num_local_experts = "
-                               f"{experts['n_experts']}; expected 1 to {experts['n_experts']}")
-    return ModelConfig(name=name, source=source, style="llama", d_model=d, n_layers=get("num_hidden_layers", limit="layers"),
-                       n_heads=heads, n_kv_heads=kv_heads, d_ff=get("intermediate_size", limit="width"),
-                       vocab=get("vocab_size", limit="vocab"), norm_eps=get("rms_norm_eps", float, 1e-6),
-                       max_positions=positions, rope_theta=theta,
-                       tie_embeddings=get("tie_word_embeddings", bool, False), qkv_bias=kind == "qwen2",
-                       head_dim=head_dim, rope_scaling=scaling, **experts)
+            raise BadModelFile(
+                f"{name}: num_experts_per_tok = {experts['top_k']} is more than num_local_experts = "
+                f"{experts['n_experts']}; expected 1 to {experts['n_experts']}"
+            )
+    return ModelConfig(
+        name=name,
+        source=source,
+        style="llama",
+        d_model=d,
+        n_layers=get("num_hidden_layers", limit="layers"),
+        n_heads=heads,
+        n_kv_heads=kv_heads,
+        d_ff=get("intermediate_size", limit="width"),
+        vocab=get("vocab_size", limit="vocab"),
+        norm_eps=get("rms_norm_eps", float, 1e-6),
+        max_positions=positions,
+        rope_theta=theta,
+        tie_embeddings=get("tie_word_embeddings", bool, False),
+        qkv_bias=kind == "qwen2",
+        head_dim=head_dim,
+        rope_scaling=scaling,
+        **experts,
+    )
 
 
 def load_config_file(path: str) -> ModelConfig:

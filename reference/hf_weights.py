@@ -102,8 +102,10 @@ def _gpt2_tensors(name: str, array: np.ndarray, cfg: ModelConfig) -> Iterator[tu
         layer, leaf = m.groups()
         fused = array.T if leaf == "weight" else array
         if fused.shape[0] != 3 * cfg.n_heads * cfg.head_dim:
-            raise BadCheckpoint(f"{cfg.name}: {name} has shape {array.shape}; a GPT-2 with d_model {cfg.d_model} has "
-                                f"{(cfg.d_model, 3 * cfg.d_model) if leaf == 'weight' else (3 * cfg.d_model,)}")
+            raise BadCheckpoint(
+                f"{cfg.name}: {name} has shape {array.shape}; a GPT-2 with d_model {cfg.d_model} has "
+                f"{(cfg.d_model, 3 * cfg.d_model) if leaf == 'weight' else (3 * cfg.d_model,)}"
+            )
         for proj, part in zip("qkv", np.split(fused, 3, axis=0)):
             yield f"layers.{layer}.attn.{proj}_proj.{leaf}", np.ascontiguousarray(part)
         return
@@ -116,7 +118,11 @@ def _llama_tensors(name: str, array: np.ndarray, cfg: ModelConfig) -> Iterator[t
     m = re.fullmatch(r"layers\.(\d+)\.mlp\.experts\.(gate_up_proj|down_proj)", name)
     if m:  # transformers 5's fused experts: [E, 2F, D] (gate rows, then up rows) and [E, D, F]
         layer, fused = m.groups()
-        want = (cfg.n_experts, 2 * cfg.d_ff, cfg.d_model) if fused == "gate_up_proj" else (cfg.n_experts, cfg.d_model, cfg.d_ff)
+        want = (
+            (cfg.n_experts, 2 * cfg.d_ff, cfg.d_model)
+            if fused == "gate_up_proj"
+            else (cfg.n_experts, cfg.d_model, cfg.d_ff)
+        )
         if array.shape != want:
             raise BadCheckpoint(f"{cfg.name}: {name} has shape {array.shape}; the config's experts need {want}")
         for e in range(cfg.n_experts):
@@ -130,7 +136,9 @@ def _llama_tensors(name: str, array: np.ndarray, cfg: ModelConfig) -> Iterator[t
     yield _rename(name, LLAMA_RENAMES), array
 
 
-def canonical_weights(cfg: ModelConfig, tensors: Mapping[str, np.ndarray], layers: int | None = None) -> dict[str, np.ndarray]:
+def canonical_weights(
+    cfg: ModelConfig, tensors: Mapping[str, np.ndarray], layers: int | None = None
+) -> dict[str, np.ndarray]:
     """The HF tensors of a model with config `cfg` under canonical names and layouts (module doc).
 
     Args:
@@ -158,13 +166,21 @@ def canonical_weights(cfg: ModelConfig, tensors: Mapping[str, np.ndarray], layer
             elif _kept(canon, layers):
                 out[canon] = value
     if unexpected:
-        raise BadCheckpoint(f"{cfg.name}: tensors the {cfg.style} rules do not place: {_listed(unexpected)} "
-                            "(reference/hf_weights.py lists the names it reads)")
+        raise BadCheckpoint(
+            f"{cfg.name}: tensors the {cfg.style} rules do not place: {_listed(unexpected)} "
+            "(reference/hf_weights.py lists the names it reads)"
+        )
     wanted = {k: s for k, s in expected.items() if _kept(k, layers)}
     missing = set(wanted) - set(out)
     if missing:
-        raise BadCheckpoint(f"{cfg.name}: the checkpoint lacks {_listed(missing)} ({len(missing)} of {len(wanted)} weights)")
-    wrong = [f"{k} {out[k].shape} (the config needs {tuple(s.shape)})" for k, s in wanted.items() if out[k].shape != tuple(s.shape)]
+        raise BadCheckpoint(
+            f"{cfg.name}: the checkpoint lacks {_listed(missing)} ({len(missing)} of {len(wanted)} weights)"
+        )
+    wrong = [
+        f"{k} {out[k].shape} (the config needs {tuple(s.shape)})"
+        for k, s in wanted.items()
+        if out[k].shape != tuple(s.shape)
+    ]
     if wrong:
         raise BadCheckpoint(f"{cfg.name}: shapes differ from the config: {_listed(wrong)}")
     return out
@@ -185,8 +201,9 @@ def safetensors_files(path: str | Path) -> list[Path]:
         try:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, AttributeError) as err:
-            raise BadCheckpoint(f"{index}: not a safetensors index (a JSON object with a weight_map; "
-                                f"{type(err).__name__})") from err
+            raise BadCheckpoint(
+                f"{index}: not a safetensors index (a JSON object with a weight_map; {type(err).__name__})"
+            ) from err
         missing = [s for s in shards if not (p / s).is_file()]
         if missing:
             raise BadCheckpoint(f"{index}: names shards the folder lacks: {_listed(missing)}")
@@ -210,7 +227,9 @@ def read_safetensors(path: str | Path) -> dict[str, np.ndarray]:
                 for key in f.keys():
                     out[key] = f.get_tensor(key)
         except (OSError, ValueError, RuntimeError, SafetensorError) as err:
-            raise BadCheckpoint(f"{file}: not a safetensors file ({type(err).__name__}: {str(err).splitlines()[0]})") from err
+            raise BadCheckpoint(
+                f"{file}: not a safetensors file ({type(err).__name__}: {str(err).splitlines()[0]})"
+            ) from err
     return out
 
 

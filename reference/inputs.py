@@ -24,7 +24,9 @@ def check_seed(seed: object) -> int:
         MalformedInput: not an integer, or outside SEED_RANGE.
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not SEED_RANGE[0] <= seed <= SEED_RANGE[1]:
-        raise MalformedInput(f"seed {seed!r} is invalid; a seed is an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (2**32-1)")
+        raise MalformedInput(
+            f"seed {seed!r} is invalid; a seed is an integer in [{SEED_RANGE[0]}, {SEED_RANGE[1]}] (2**32-1)"
+        )
     return int(seed)
 
 

@@ -11,7 +11,11 @@ from dataclasses import dataclass, field
 from reference.errors import UnknownName
 from reference.ir import Module, Stats, module_stats, print_module
 
-STAGES = {"torch": ("fx", "stablehlo", "ir"), "jax": ("jaxpr", "stablehlo", "ir", "xla"), "torch-xla": ("stablehlo", "ir", "xla")}
+STAGES = {
+    "torch": ("fx", "stablehlo", "ir"),
+    "jax": ("jaxpr", "stablehlo", "ir", "xla"),
+    "torch-xla": ("stablehlo", "ir", "xla"),
+}
 
 
 @dataclass(frozen=True)

@@ -116,8 +116,10 @@ def context_check(name: str, tokens: int, given: str, knob: str, allow: bool = F
     learned = not cfg.uses_rope
     if learned or not allow:
         raise BeyondContext(name, given, cfg.max_positions, knob, learned=learned)
-    return (f"beyond context: {given} exceeds {name}'s context of {cfg.max_positions:,} tokens; "
-            f"--allow-beyond-context explores a length the model was not trained for")
+    return (
+        f"beyond context: {given} exceeds {name}'s context of {cfg.max_positions:,} tokens; "
+        f"--allow-beyond-context explores a length the model was not trained for"
+    )
 
 
 def derived_ffn_width(d_model: int, multiple_of: int, ffn_dim_multiplier: float) -> int:

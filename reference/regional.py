@@ -31,4 +31,6 @@ class RegionalPlan:
 
 def regional_plan(name: str, shapes: dict) -> RegionalPlan:
     decode = shapes["mode"] == "decode"
-    return RegionalPlan(config_for(name, shapes), shapes["batch"], new_tokens(shapes), shapes["seq"] - 1 if decode else 0)
+    return RegionalPlan(
+        config_for(name, shapes), shapes["batch"], new_tokens(shapes), shapes["seq"] - 1 if decode else 0
+    )

@@ -192,9 +192,12 @@ class Entry:
             elements = math.prod(shape)
             if elements * WIDEST_ELEMENT_BYTES > INT64_MAX:
                 raise InvalidShape(
-                    self.name, f"tensor {name}", tuple(shape),
+                    self.name,
+                    f"tensor {name}",
+                    tuple(shape),
                     f"its {elements:.3g} elements at up to {WIDEST_ELEMENT_BYTES} bytes each exceed int64 "
-                    f"(2**63-1 = {INT64_MAX}), the limit of XLA's and PyTorch's size arithmetic; choose smaller shapes")
+                    f"(2**63-1 = {INT64_MAX}), the limit of XLA's and PyTorch's size arithmetic; choose smaller shapes",
+                )
 
     def check_dtype(self, dtype: str) -> str:
         if dtype not in self.dtypes:
@@ -223,7 +226,9 @@ def parse_assignments(items: list[str] | tuple[str, ...], option: str = "--shape
             raise MalformedInput(f"{option} expects PARAM=VALUE, got {item!r}")
         key = key.strip()
         if key in out:
-            raise MalformedInput(f"{option} gives {key} twice ({key}={out[key]} and {key}={value.strip()}); give each parameter once")
+            raise MalformedInput(
+                f"{option} gives {key} twice ({key}={out[key]} and {key}={value.strip()}); give each parameter once"
+            )
         out[key] = value.strip()
     return out
 

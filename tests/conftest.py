@@ -12,7 +12,9 @@ os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
 # so two workers of two threads each on two cores starve one another: a GEMM the notebooks time
 # ran 60x slower.
 if "PYTEST_XDIST_WORKER_COUNT" in os.environ:
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+    os.environ.setdefault(
+        "OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+    )
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
@@ -29,14 +31,21 @@ settings.register_profile(
 )
 # dev: wider search for local runs (HYPOTHESIS_PROFILE=dev), at random.
 settings.register_profile(
-    "dev", max_examples=40, deadline=None, print_blob=True,
+    "dev",
+    max_examples=40,
+    deadline=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 # mutation: what `make mutation` runs under. The same few examples for every mutant
 # (derandomized), and no shrinking, so that a killed mutant fails fast and a survivor is a
 # survivor on every run.
 settings.register_profile(
-    "mutation", max_examples=3, deadline=None, derandomize=True, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    "mutation",
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -27,7 +27,29 @@ def test_help_imports_neither_torch_nor_jax():
     assert out.stdout.strip().endswith("[]")
 
 
-@pytest.mark.parametrize("command", [["--help"], *([c, "--help"] for c in ("kernels", "run", "hlo", "stats", "diff", "gemm", "targets", "estimate", "roofline", "predict", "map", "compare"))])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["--help"],
+        *(
+            [c, "--help"]
+            for c in (
+                "kernels",
+                "run",
+                "hlo",
+                "stats",
+                "diff",
+                "gemm",
+                "targets",
+                "estimate",
+                "roofline",
+                "predict",
+                "map",
+                "compare",
+            )
+        ),
+    ],
+)
 def test_every_command_has_help(command, capsys):
     assert cli.main(command) == 0
     assert "Usage" in capsys.readouterr().out
@@ -88,26 +110,52 @@ BAD_INPUTS = {
     "unknown command": (["runn"], "No such command"),
     "unknown target": (["estimate", "matmul", "--target", "h10"], "did you mean 'h100'"),
     "missing target": (["estimate", "matmul"], "--target"),
-    "malformed --set": (["estimate", "matmul", "--target", "h100", "--set", "fitted.gemm_efficiency"], "SECTION.KEY=NUMBER"),
-    "unknown --set key": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_cont=3"], "did you mean 'chip.sm_count'"),
+    "malformed --set": (
+        ["estimate", "matmul", "--target", "h100", "--set", "fitted.gemm_efficiency"],
+        "SECTION.KEY=NUMBER",
+    ),
+    "unknown --set key": (
+        ["estimate", "matmul", "--target", "h100", "--set", "chip.sm_cont=3"],
+        "did you mean 'chip.sm_count'",
+    ),
     "non-positive --set": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=0"], "> 0"),
     "roofline format": (["roofline", "matmul", "--target", "h100", "--out", "r.pdf"], "valid: .png, .svg"),
-    "trace of an unscheduled target": (["estimate", "matmul", "--target", "h100", "--trace", "t.json"], "valid: groq-lpu"),
-    "predict fp8 on a tpu": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"],
-                             "tpu-v5e has no fp8; choose --precision bf16|fp16|int8"),
-    "predict int8 on an h100": (["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"],
-                                "h100 has no int8; choose --precision bf16|fp16|fp8"),
-    "predict fp8 on an a100 names no internal op": (["predict", "--model", "tiny", "--target", "a100", "--precision", "fp8"],
-                                                     "a100 has no fp8; choose --precision bf16|fp16|int8"),
+    "trace of an unscheduled target": (
+        ["estimate", "matmul", "--target", "h100", "--trace", "t.json"],
+        "valid: groq-lpu",
+    ),
+    "predict fp8 on a tpu": (
+        ["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "fp8"],
+        "tpu-v5e has no fp8; choose --precision bf16|fp16|int8",
+    ),
+    "predict int8 on an h100": (
+        ["predict", "--model", "tiny", "--target", "h100", "--precision", "int8"],
+        "h100 has no int8; choose --precision bf16|fp16|fp8",
+    ),
+    "predict fp8 on an a100 names no internal op": (
+        ["predict", "--model", "tiny", "--target", "a100", "--precision", "fp8"],
+        "a100 has no fp8; choose --precision bf16|fp16|int8",
+    ),
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
-    "predict on too few chips": (["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"], "at least 2 chips"),
+    "predict on too few chips": (
+        ["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"],
+        "at least 2 chips",
+    ),
     "compare on an unknown target": (["compare", "--targets", "h100,tpu-v9"], "unknown target 'tpu-v9'"),
     "compare with a bad mode": (["compare", "--shape", "mode=train"], "prefill, decode"),
-    "predict fp8 spelled as MLIR": (["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "f8E4M3FN"], "tpu-v5e has no fp8"),
-    "unknown precision": (["predict", "--model", "tiny", "--target", "h100", "--precision", "float32"], "valid: bf16, fp16, fp8, int8"),
+    "predict fp8 spelled as MLIR": (
+        ["predict", "--model", "tiny", "--target", "tpu-v5e", "--precision", "f8E4M3FN"],
+        "tpu-v5e has no fp8",
+    ),
+    "unknown precision": (
+        ["predict", "--model", "tiny", "--target", "h100", "--precision", "float32"],
+        "valid: bf16, fp16, fp8, int8",
+    ),
     "unknown model config": (["predict", "--model", "llama-3.1-8", "--target", "h100"], "did you mean 'llama-3.1-8b'"),
-    "float64 on a tpu under --strict-dtypes": (["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e", "--strict-dtypes"],
-                                               "drop --strict-dtypes"),
+    "float64 on a tpu under --strict-dtypes": (
+        ["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e", "--strict-dtypes"],
+        "drop --strict-dtypes",
+    ),
 }
 
 
@@ -139,7 +187,9 @@ def test_stats_json_has_the_documented_keys(capsys):
 def test_hlo_writes_every_jax_stage_under_out(tmp_path, capsys):
     for stage in ("jaxpr", "stablehlo", "ir", "xla"):
         assert cli.main(["hlo", "softmax", "--side", "jax", "--stage", stage, "--out", str(tmp_path)]) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f"softmax.jax.{s}" for s in ("ir.txt", "jaxpr.txt", "stablehlo.mlir", "xla.txt")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"softmax.jax.{s}" for s in ("ir.txt", "jaxpr.txt", "stablehlo.mlir", "xla.txt")
+    ]
     # the StableHLO file is what --from-file reads
     assert cli.main(["stats", "--from-file", str(tmp_path / "softmax.jax.stablehlo.mlir")]) == 0
 
@@ -258,7 +308,10 @@ def test_set_turns_an_assumed_knob(capsys):
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_roofline_writes_the_figure(tmp_path, suffix, capsys):
     out = tmp_path / f"roof{suffix}"
-    assert cli.main(["roofline", "mlp", "--target", "h100", "--side", "torch", "--dtype", "bfloat16", "--out", str(out)]) == 0
+    assert (
+        cli.main(["roofline", "mlp", "--target", "h100", "--side", "torch", "--dtype", "bfloat16", "--out", str(out)])
+        == 0
+    )
     assert out.stat().st_size > 1000 and "kernels" in capsys.readouterr().out
 
 
@@ -273,7 +326,12 @@ def test_estimate_writes_a_chrome_trace_for_the_lpu(tmp_path, capsys):
 
 def test_estimate_traces_each_chip_of_a_partitioned_lpu_plan_as_its_own_process(tmp_path, capsys):
     path = tmp_path / "trace.json"
-    assert cli.main(["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--chips", "3", "--trace", str(path)]) == 0
+    assert (
+        cli.main(
+            ["estimate", "mlp", "--target", "groq-lpu", "--dtype", "float16", "--chips", "3", "--trace", str(path)]
+        )
+        == 0
+    )
     events = json.loads(path.read_text())["traceEvents"]
     names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
     assert sorted(names) == [0, 1, 2] and all(names[c].startswith(f"chip {c} ") for c in names)
@@ -282,16 +340,39 @@ def test_estimate_traces_each_chip_of_a_partitioned_lpu_plan_as_its_own_process(
 
 
 def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(capsys):
-    args = ["predict", "--model", "tiny", "--target", "tpu-v5e", "--input-len", "16", "--output-len", "8", "--batch", "2", "--json"]
+    args = [
+        "predict",
+        "--model",
+        "tiny",
+        "--target",
+        "tpu-v5e",
+        "--input-len",
+        "16",
+        "--output-len",
+        "8",
+        "--batch",
+        "2",
+        "--json",
+    ]
     assert cli.main(args) == 0
     data = json.loads(capsys.readouterr().out)
-    keys = {"ttft_s", "decode_step_s", "tokens_per_s_per_user", "throughput_tokens_per_s", "chips", "kv_cache_bytes",
-            "kv_cache_location", "bottleneck"}
+    keys = {
+        "ttft_s",
+        "decode_step_s",
+        "tokens_per_s_per_user",
+        "throughput_tokens_per_s",
+        "chips",
+        "kv_cache_bytes",
+        "kv_cache_location",
+        "bottleneck",
+    }
     assert keys <= set(data)
     assert data["tokens_per_s_per_user"] == pytest.approx(1 / data["decode_step_s"])
     assert data["decode_steps"] == 7 and data["decode_total_s"] == pytest.approx(7 * data["decode_step_s"])
     assert data["e2e_latency_s"] == pytest.approx(data["ttft_s"] + data["decode_total_s"])
-    assert data["throughput_tokens_per_s"] == pytest.approx(2 * 8 / data["e2e_latency_s"])  # static batch: out tokens / e2e
+    assert data["throughput_tokens_per_s"] == pytest.approx(
+        2 * 8 / data["e2e_latency_s"]
+    )  # static batch: out tokens / e2e
     assert [p["cache_len"] for p in data["decode_step_at"]] == [17, 20, 23]  # the first, middle and last step's cache
     steps = [p["step_s"] for p in data["decode_step_at"]]
     assert steps == sorted(steps) and data["decode"]["total_time_s"] == steps[-1]  # a longer cache never costs less
@@ -302,8 +383,22 @@ def test_predict_json_has_the_documented_keys_and_follows_from_the_decode_step(c
 def test_predict_batch_max_fills_memory_with_cache_up_to_the_engine_maximum(capsys):
     """llama-3.1-8b fp8 on one H100, 128 + 2048 tokens: (72 GB usable - 8.03 GB of weights) over
     2 x 32 x 2176 x 8 x 128 B = 142.6 MB of cache per sequence: 448 sequences."""
-    args = ["predict", "--model", "llama-3.1-8b", "--target", "h100", "--precision", "fp8", "--batch", "max",
-            "--input-len", "128", "--output-len", "2048", "--json"]
+    args = [
+        "predict",
+        "--model",
+        "llama-3.1-8b",
+        "--target",
+        "h100",
+        "--precision",
+        "fp8",
+        "--batch",
+        "max",
+        "--input-len",
+        "128",
+        "--output-len",
+        "2048",
+        "--json",
+    ]
     assert cli.main(args) == 0
     data = json.loads(capsys.readouterr().out)
     usable = 80e9 * 0.9  # h100.toml: levels.hbm.bytes, usable_fraction
@@ -318,7 +413,18 @@ def test_predict_batch_max_is_refused_where_chips_grow_with_the_batch(capsys):
 
 
 def test_predict_in_fp8_streams_half_the_weights(capsys):
-    base = ["predict", "--model", "llama-3.2-1b", "--target", "h100", "--input-len", "64", "--output-len", "16", "--json"]
+    base = [
+        "predict",
+        "--model",
+        "llama-3.2-1b",
+        "--target",
+        "h100",
+        "--input-len",
+        "64",
+        "--output-len",
+        "16",
+        "--json",
+    ]
     assert cli.main(base) == 0
     bf16 = json.loads(capsys.readouterr().out)
     assert cli.main([*base, "--precision", "fp8"]) == 0
@@ -340,17 +446,34 @@ def test_compare_json_and_out_folder(tmp_path, capsys):
     assert cli.main(["compare", "mlp", "--targets", "h100,groq-lpu", "--json", "--out", str(out)]) == 0
     (data,) = json.loads(capsys.readouterr().out)["comparisons"]  # mlp has no phases: one comparison
     assert data["workload"]["entry"] == "mlp" and data["workload"]["phase"] is None
-    assert [(r["target"], r["side"]) for r in data["results"]] == [("h100", "torch"), ("h100", "jax"), ("groq-lpu", "torch"), ("groq-lpu", "jax")]
+    assert [(r["target"], r["side"]) for r in data["results"]] == [
+        ("h100", "torch"),
+        ("h100", "jax"),
+        ("groq-lpu", "torch"),
+        ("groq-lpu", "jax"),
+    ]
     assert {"time_s", "bottleneck", "bytes", "kernels", "padding_waste", "fallbacks"} <= set(data["results"][0])
     assert set(data["difference_cost_s"]) == {"h100", "groq-lpu"}
     files = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-    assert {"report.json", "hlo/torch.fx.txt", "hlo/jax.xla.txt", "plans/h100.jax.txt", "rooflines/h100.torch.svg",
-            "traces/groq-lpu.torch.json"} <= files
+    assert {
+        "report.json",
+        "hlo/torch.fx.txt",
+        "hlo/jax.xla.txt",
+        "plans/h100.jax.txt",
+        "rooflines/h100.torch.svg",
+        "traces/groq-lpu.torch.json",
+    } <= files
     assert "traces/h100.jax.json" not in files
 
 
-DTYPE_SPELLINGS = [("bf16", "bfloat16"), ("BF16", "bfloat16"), ("fp16", "float16"), ("f16", "float16"), ("f32", "float32"),
-                   ("float32", "float32")]
+DTYPE_SPELLINGS = [
+    ("bf16", "bfloat16"),
+    ("BF16", "bfloat16"),
+    ("fp16", "float16"),
+    ("f16", "float16"),
+    ("f32", "float32"),
+    ("float32", "float32"),
+]
 
 
 @pytest.mark.parametrize("spelling, canonical", DTYPE_SPELLINGS)
@@ -358,8 +481,18 @@ def test_dtype_options_accept_every_spelling_in_the_table(spelling, canonical):
     assert cli.DTYPE.convert(spelling, None, None) == canonical
 
 
-@pytest.mark.parametrize("spelling, short", [("bf16", "bf16"), ("bfloat16", "bf16"), ("float16", "fp16"), ("fp8", "fp8"),
-                                             ("f8E4M3FN", "fp8"), ("i8", "int8"), ("int8", "int8")])
+@pytest.mark.parametrize(
+    "spelling, short",
+    [
+        ("bf16", "bf16"),
+        ("bfloat16", "bf16"),
+        ("float16", "fp16"),
+        ("fp8", "fp8"),
+        ("f8E4M3FN", "fp8"),
+        ("i8", "int8"),
+        ("int8", "int8"),
+    ],
+)
 def test_predict_precision_accepts_every_spelling_in_the_table(spelling, short):
     precision = next(p for p in cli.predict.params if p.name == "precision")
     assert precision.type.convert(spelling, None, None) == short
@@ -390,8 +523,10 @@ TYPOS = {
 
 @pytest.mark.parametrize("case", TYPOS, ids=list(TYPOS))
 def test_a_typo_is_reported_before_torch_or_jax_is_imported(case):
-    code = ("import sys; from landscape.cli import main; code = main(sys.argv[1:]);"
-            "print(code, sorted(m for m in ('torch', 'jax') if m in sys.modules))")
+    code = (
+        "import sys; from landscape.cli import main; code = main(sys.argv[1:]);"
+        "print(code, sorted(m for m in ('torch', 'jax') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code, *TYPOS[case]], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "2 []", (out.stdout, out.stderr)
     lines = out.stderr.strip().splitlines()
@@ -450,7 +585,23 @@ def test_compare_gpt2_block_costs_both_sides_on_all_five_targets_and_shows_the_a
 def test_estimate_costs_f64_on_a_tpu_with_a_note_and_plan_lists_the_folds(capsys):
     assert cli.main(["estimate", "layernorm", "--side", "torch", "--target", "tpu-v5e"]) == 0
     assert "tpu-v5e has no f64" in capsys.readouterr().out
-    assert cli.main(["estimate", "block", "--shape", "style=gpt2", "--side", "torch", "--dtype", "bfloat16",
-                     "--target", "h100", "--plan"]) == 0
+    assert (
+        cli.main(
+            [
+                "estimate",
+                "block",
+                "--shape",
+                "style=gpt2",
+                "--side",
+                "torch",
+                "--dtype",
+                "bfloat16",
+                "--target",
+                "h100",
+                "--plan",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "fold: dot_general at" in out and "artifacts compiled away:" in out

@@ -15,7 +15,9 @@ def _module(path: pathlib.Path):
 
 def test_the_serving_load_page_is_generated_from_its_csv():
     bench = _module(ROOT / "benchmarks" / "serving_load.py")
-    assert bench.DOC.read_text() == bench.render_doc(), "rerun python benchmarks/serving_load.py (or regenerate the page)"
+    assert bench.DOC.read_text() == bench.render_doc(), (
+        "rerun python benchmarks/serving_load.py (or regenerate the page)"
+    )
 
 
 def test_the_readme_serving_load_table_is_generated_from_the_csvs():

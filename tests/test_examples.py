@@ -42,7 +42,10 @@ def test_compare_reads_the_shipped_files(capsys):
 def test_the_llama_config_predicts_what_the_built_in_entry_does_and_bert_is_refused(capsys):
     import json
 
-    assert cli.main(["predict", "--model", str(EXAMPLES / "llama-3.2-1b" / "config.json"), "--target", "h100", "--json"]) == 0
+    assert (
+        cli.main(["predict", "--model", str(EXAMPLES / "llama-3.2-1b" / "config.json"), "--target", "h100", "--json"])
+        == 0
+    )
     by_file = json.loads(capsys.readouterr().out)
     assert cli.main(["predict", "--model", "llama-3.2-1b", "--target", "h100", "--json"]) == 0
     by_name = json.loads(capsys.readouterr().out)
@@ -53,7 +56,9 @@ def test_the_llama_config_predicts_what_the_built_in_entry_does_and_bert_is_refu
 
 
 def test_the_fake_tensor_module_example_runs_and_builds_no_storage():
-    run = subprocess.run([sys.executable, str(EXAMPLES / "fake_module.py")], capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [sys.executable, str(EXAMPLES / "fake_module.py")], capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "940 MB of fake torch.bfloat16 weights" in run.stdout and "h100:" in run.stdout and "tpu-v5e:" in run.stdout
     sys.path.insert(0, str(EXAMPLES))

@@ -23,7 +23,17 @@ FORBIDDEN = {
     "reference": {"pytorch_side", "jax_side", "torchxla_side", "hardware_models", "landscape", "torch", "jax", "flax"},
     "pytorch_side": {"jax_side", "torchxla_side", "hardware_models", "landscape", "jax", "flax"},
     "jax_side": {"pytorch_side", "torchxla_side", "hardware_models", "landscape", "torch"},
-    "torchxla_side": {"pytorch_side", "jax_side", "hardware_models", "landscape", "torch", "torch_xla", "torch_mlir", "jax", "flax"},
+    "torchxla_side": {
+        "pytorch_side",
+        "jax_side",
+        "hardware_models",
+        "landscape",
+        "torch",
+        "torch_xla",
+        "torch_mlir",
+        "jax",
+        "flax",
+    },
     "hardware_models": {"pytorch_side", "jax_side", "torchxla_side", "landscape", "torch", "jax", "flax"},
     "landscape": set(),
 }
@@ -95,8 +105,13 @@ def _module_name(path: pathlib.Path) -> str:
 def _imported_names(path: pathlib.Path, name: str):
     """Every module name an import in the file may refer to, type-checking-only imports left out."""
     tree = ast.parse(path.read_text())
-    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-               for child in node.body for n in ast.walk(child)}
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for child in node.body
+        for n in ast.walk(child)
+    }
     package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -104,8 +119,11 @@ def _imported_names(path: pathlib.Path, name: str):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])]) \
-                if node.level else node.module
+            base = (
+                ".".join([*package[: len(package) - node.level + 1], *([node.module] if node.module else [])])
+                if node.level
+                else node.module
+            )
             yield base
             yield from (f"{base}.{a.name}" for a in node.names)
 

@@ -19,7 +19,9 @@ def test_the_six_labs_are_there_and_stored_without_outputs():
     assert [name[:2] for name in labs] == ["01", "02", "03", "04", "05", "06"]
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
-        assert all(not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code"), path.name
+        assert all(
+            not c.get("outputs") and c.get("execution_count") is None for c in nb.cells if c.cell_type == "code"
+        ), path.name
         assert (ROOT / "notebooks" / "README.md").read_text().count(path.name) >= 1, path.name
 
 

@@ -15,8 +15,18 @@ from landscape import cli
 pytestmark = [pytest.mark.browser, pytest.mark.torch, pytest.mark.jax]
 CHROMIUM = shutil.which("chromium")
 # Flags for a sandboxed machine with no network (and root): no sandbox, no background traffic.
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--enable-logging=stderr", "--v=0"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
+]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
@@ -27,8 +37,12 @@ def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_p
     page = out / "report.html"
     text = page.read_text()
     assert not any(f'{attr}="http' in text for attr in ("src", "href")) and "<link" not in text  # nothing to fetch
-    run = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "CONSOLE" not in run.stderr, [line for line in run.stderr.splitlines() if "CONSOLE" in line]
     dom = run.stdout
@@ -36,7 +50,7 @@ def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_p
     assert phases == ["prefill", "decode"]  # the default: one Llama-3.1-8B layer, both phases
     assert 'data-ready="1"' in dom and dom.count("5 targets costed") == len(phases)
     for target in ("h100", "tpu-v5e", "wse-3", "groq-lpu", "spyre"):
-        assert dom.count(f"data-target=\"{target}\"") == 2 * len(phases)
+        assert dom.count(f'data-target="{target}"') == 2 * len(phases)
     for family in ("NVIDIA GPU", "Google TPU", "Cerebras wafer-scale engine", "Groq LPU", "IBM Spyre"):
         assert family in dom
     assert dom.count("<svg") == 10 * len(phases)  # a roofline per phase, target and side
@@ -58,8 +72,12 @@ def test_a_tie_is_painted_for_neither_side(tmp_path):
     side = Lowering("jax", "toy", {"stablehlo": "// toy"}, softmax(64, 640, "f32"))
     page = tmp_path / "report.html"
     page.write_text(render_html([compare_lowerings(side, side, ["h100", "tpu-v5e"], "toy")], {}, set()))
-    run = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     assert 'data-ready="1"' in run.stdout
     assert "faster on 0 (in green); 2 tied." in run.stdout

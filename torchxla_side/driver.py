@@ -60,8 +60,11 @@ def _module(job: dict):
     if part:
         from reference.regional import regional_plan
 
-        (make, inputs), = [(make, inputs) for label, make, inputs in regional_parts(regional_plan(name, shapes), dtype)
-                           if label == part]
+        ((make, inputs),) = [
+            (make, inputs)
+            for label, make, inputs in regional_parts(regional_plan(name, shapes), dtype)
+            if label == part
+        ]
     else:
         make, inputs = (lambda: build(name, shapes, dtype)), example_inputs(name, shapes, dtype)
     return make, [t.zero_() for t in inputs]  # written: an index must be in range where the graph reads it
@@ -97,7 +100,8 @@ def _workarounds(exported, torch):
     table = {index_select: lambda x, dim, idx: torch.ops.aten.index.Tensor(x, [None] * dim + [idx])}
     return exported.run_decompositions(table), [
         f"{count} aten.index_select exported as aten.index (the same rows; torch-xla 2.9 aborts on index_select "
-        "with computed indices)"]
+        "with computed indices)"
+    ]
 
 
 def lower(job: dict) -> dict:
@@ -116,8 +120,13 @@ def lower(job: dict) -> dict:
     text = program.get_stablehlo_text("forward")
     with open(job["out"], "w") as f:
         f.write(text)
-    answer = {"ok": True, "args": _arguments(program, module), "notes": notes,
-              "parameters": [k for k, _ in module.named_parameters()], "buffers": [k for k, _ in module.named_buffers()]}
+    answer = {
+        "ok": True,
+        "args": _arguments(program, module),
+        "notes": notes,
+        "parameters": [k for k, _ in module.named_parameters()],
+        "buffers": [k for k, _ in module.named_buffers()],
+    }
     if job.get("xla"):
         answer["xla"] = _optimized_hlo(module, inputs, job["xla_dump"], torch)
     answer["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * PEAK_RSS_UNIT
@@ -186,7 +195,9 @@ def _outputs(out) -> list:
     import torch
 
     outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o.detach().cpu().to(torch.float32).numpy() if o.is_floating_point() else o.detach().cpu().numpy() for o in outs]
+    return [
+        o.detach().cpu().to(torch.float32).numpy() if o.is_floating_point() else o.detach().cpu().numpy() for o in outs
+    ]
 
 
 def ladder(job: dict) -> dict:
@@ -217,14 +228,17 @@ def ladder(job: dict) -> dict:
         if type(err).__name__ in DATA_DEPENDENT or "data-dependent" in str(err):
             np.savez(job["out"], **saved)
             failed = CaptureFailed.from_exception(err, "torch.export")
-            return {"ok": True, "capture": {"message": str(failed), "file": failed.file, "line": failed.line,
-                                            "cause": failed.cause}}
+            return {
+                "ok": True,
+                "capture": {"message": str(failed), "file": failed.file, "line": failed.line, "cause": failed.cause},
+            }
         raise
     # exported without its weights (torch_xla.stablehlo copies them through numpy, which has no bfloat16), then
     # given the module's own, on the device, where the program's call looks its parameters up (the bundle)
     program = exported_program_to_stablehlo(exported, StableHLOExportOptions(export_weights=False))
-    program._bundle.state_dict = {k: v.detach().to(device) for k, v in
-                                  {**dict(module.named_parameters()), **dict(module.named_buffers())}.items()}
+    program._bundle.state_dict = {
+        k: v.detach().to(device) for k, v in {**dict(module.named_parameters()), **dict(module.named_buffers())}.items()
+    }
     with torch.no_grad():  # R2: torch-xla's StableHLO program of the captured graph, on the fresh inputs
         saved.update({f"r2:{i}": o for i, o in enumerate(_outputs(program(*inputs("f:", device))))})
     args = _arguments(program, module)
@@ -241,11 +255,19 @@ def ladder(job: dict) -> dict:
         from pytorch_side.faults import planted_module
 
         shapes = dict(job["second"])
-        again = (planted_module(job["fault"], job["name"]) if job.get("fault") else None) or build(job["name"], shapes, job["dtype"])
+        again = (planted_module(job["fault"], job["name"]) if job.get("fault") else None) or build(
+            job["name"], shapes, job["dtype"]
+        )
         second = graph_ops(torch.export.export(again.eval(), tuple(example_inputs(job["name"], shapes, job["dtype"]))))
-    return {"ok": True, "args": args, "stablehlo": program.get_stablehlo_text("forward"), "ops": graph_ops(exported),
-            "second_ops": second, "parameters": [k for k, _ in module.named_parameters()],
-            "buffers": [k for k, _ in module.named_buffers()]}
+    return {
+        "ok": True,
+        "args": args,
+        "stablehlo": program.get_stablehlo_text("forward"),
+        "ops": graph_ops(exported),
+        "second_ops": second,
+        "parameters": [k for k, _ in module.named_parameters()],
+        "buffers": [k for k, _ in module.named_buffers()],
+    }
 
 
 def run(job: dict) -> dict:

@@ -57,13 +57,25 @@ def call_driver(jobs: list[dict], timeout_s: float = DRIVER_TIMEOUT_S) -> tuple[
     with tempfile.TemporaryDirectory(prefix="landscape-torchxla-") as tmp:
         request = Path(tmp) / "request.json"
         request.write_text(json.dumps({"jobs": jobs}))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
-               "PJRT_DEVICE": "CPU", "TF_CPP_MIN_LOG_LEVEL": "3", "GRPC_VERBOSITY": "ERROR"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH", "")])),
+            "PJRT_DEVICE": "CPU",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "GRPC_VERBOSITY": "ERROR",
+        }
         env.pop("XLA_FLAGS", None)  # the main process's flags (its emulated devices) are not the driver's
         start = time.perf_counter()
         try:
-            done = subprocess.run([str(venv_python()), "-m", "torchxla_side.driver", str(request)], capture_output=True,
-                                  text=True, env=env, cwd=str(ROOT), timeout=timeout_s, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                [str(venv_python()), "-m", "torchxla_side.driver", str(request)],
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=str(ROOT),
+                timeout=timeout_s,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             raise LoweringFailed(f"torch-xla: the driver ran past {timeout_s:.0f} s") from None
         wall = time.perf_counter() - start
@@ -72,14 +84,17 @@ def call_driver(jobs: list[dict], timeout_s: float = DRIVER_TIMEOUT_S) -> tuple[
             return json.loads(answer)["results"], wall
         except (json.JSONDecodeError, KeyError):
             lines = done.stderr.strip().splitlines() or ["no output"]
-            started = [int(ln[len(JOB_MARK):]) for ln in lines if ln.startswith(JOB_MARK) and ln[len(JOB_MARK):].isdigit()]
+            started = [
+                int(ln[len(JOB_MARK) :]) for ln in lines if ln.startswith(JOB_MARK) and ln[len(JOB_MARK) :].isdigit()
+            ]
             job = jobs[started[-1]] if started else {}
             where = f" in {job.get('name')} ({job.get('part') or job.get('kind')}, {job.get('dtype')})" if job else ""
             raise LoweringFailed(f"torch-xla: the driver failed{where} (exit {done.returncode}): {lines[-1]}") from None
 
 
-def reorder_arguments(module: Module, args: list[dict], parameters: list[str],
-                      buffers: list[str]) -> tuple[Module, list[int], int, int]:
+def reorder_arguments(
+    module: Module, args: list[dict], parameters: list[str], buffers: list[str]
+) -> tuple[Module, list[int], int, int]:
     """The entry function's signature as weights, buffers, inputs: (module, the position in
     torch-xla's order of each argument in ours, weights, weights and buffers)."""
     main = module.main
@@ -90,7 +105,9 @@ def reorder_arguments(module: Module, args: list[dict], parameters: list[str],
     order = sorted(range(len(args)), key=lambda i: (kinds[args[i]["kind"]], rank.get(args[i]["name"], len(rank)), i))
     n_params = sum(1 for a in args if a["kind"] == "parameter")
     n_state = sum(1 for a in args if a["kind"] != "input")
-    fn = dataclasses.replace(main, args=tuple(main.args[i] for i in order), arg_names=tuple(args[i]["name"] for i in order))
+    fn = dataclasses.replace(
+        main, args=tuple(main.args[i] for i in order), arg_names=tuple(args[i]["name"] for i in order)
+    )
     functions = tuple(fn if f.name == main.name else f for f in module.functions)
     return dataclasses.replace(module, functions=functions), order, n_params, n_state
 
@@ -109,13 +126,26 @@ def _lowerings(name: str, jobs: list[dict]) -> list[Lowering]:
             if not result.get("ok"):
                 raise LoweringFailed(f"{label}: torch-xla lowering failed: {result.get('error', 'no answer')}")
             text = Path(job["out"]).read_text()
-            module, _, n_params, n_state = reorder_arguments(parse_stablehlo(text), result["args"], result["parameters"],
-                                                             result["buffers"])
-            notes = (*result["notes"], f"lowered by torch-xla in a subprocess ({wall:.1f} s with its start; peak memory there "
-                     f"{result['peak_rss_bytes'] / 1e9:.2f} GB)",)
+            module, _, n_params, n_state = reorder_arguments(
+                parse_stablehlo(text), result["args"], result["parameters"], result["buffers"]
+            )
+            notes = (
+                *result["notes"],
+                f"lowered by torch-xla in a subprocess ({wall:.1f} s with its start; peak memory there "
+                f"{result['peak_rss_bytes'] / 1e9:.2f} GB)",
+            )
             stages = {"stablehlo": text, **({"xla": result["xla"]} if "xla" in result else {})}
-            out.append(Lowering(SIDE, label, stages, verify(module), tuple(range(n_params)),
-                                buffer_args=tuple(range(n_params, n_state)), notes=notes))
+            out.append(
+                Lowering(
+                    SIDE,
+                    label,
+                    stages,
+                    verify(module),
+                    tuple(range(n_params)),
+                    buffer_args=tuple(range(n_params, n_state)),
+                    notes=notes,
+                )
+            )
         return out
 
 
@@ -141,16 +171,26 @@ def lower_regional_many(name: str, shapes_list: list[dict], dtype: str) -> list[
     from reference.ir.compose import compose_regional
     from reference.regional import regional_plan
 
-    jobs = [{"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": p} for shapes in shapes_list for p in PARTS]
+    jobs = [
+        {"kind": "lower", "name": name, "shapes": shapes, "dtype": dtype, "part": p}
+        for shapes in shapes_list
+        for p in PARTS
+    ]
     lowered = _lowerings(name, jobs)
     out = []
     for i, shapes in enumerate(shapes_list):
-        plan, parts = regional_plan(name, shapes), lowered[len(PARTS) * i: len(PARTS) * (i + 1)]
+        plan, parts = regional_plan(name, shapes), lowered[len(PARTS) * i : len(PARTS) * (i + 1)]
         module, params, buffers = compose_regional(
-            *(p.module for p in parts), plan.layers, tuple(len(p.param_args) for p in parts), int(plan.cfg.tie_embeddings),
+            *(p.module for p in parts),
+            plan.layers,
+            tuple(len(p.param_args) for p in parts),
+            int(plan.cfg.tie_embeddings),
             n_state=tuple(p.state_args for p in parts),
         )
         stages = {"stablehlo": "\n".join(f"// ---- {p.name}\n{p.stages['stablehlo']}" for p in parts)}
-        out.append(dataclasses.replace(parts[1], name=name, stages=stages, module=verify(module), param_args=params,
-                                       buffer_args=buffers))
+        out.append(
+            dataclasses.replace(
+                parts[1], name=name, stages=stages, module=verify(module), param_args=params, buffer_args=buffers
+            )
+        )
     return out

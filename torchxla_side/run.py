@@ -31,15 +31,29 @@ def run_cases(cases: list[Case], strict: bool = True) -> list:
         jobs = []
         for i, case in enumerate(cases):
             arrays = Path(tmp) / f"in{i}.npz"
-            np.savez(arrays, **{f"w:{k}": _float32(v) for k, v in case.weights.items()},
-                     **{f"x:{k}": _float32(v) for k, v in case.inputs.items()})
-            jobs.append({"kind": "run", "name": case.entry.name, "shapes": dict(case.shapes), "dtype": case.dtype,
-                         "inputs": list(case.inputs), "arrays": str(arrays), "out": str(Path(tmp) / f"out{i}.npz")})
+            np.savez(
+                arrays,
+                **{f"w:{k}": _float32(v) for k, v in case.weights.items()},
+                **{f"x:{k}": _float32(v) for k, v in case.inputs.items()},
+            )
+            jobs.append(
+                {
+                    "kind": "run",
+                    "name": case.entry.name,
+                    "shapes": dict(case.shapes),
+                    "dtype": case.dtype,
+                    "inputs": list(case.inputs),
+                    "arrays": str(arrays),
+                    "out": str(Path(tmp) / f"out{i}.npz"),
+                }
+            )
         results, _ = call_driver(jobs)
         outputs = []
         for case, job, result in zip(cases, jobs, results):
             if not result.get("ok"):
-                failure = LoweringFailed(f"{case.entry.name} ({case.dtype}): torch-xla run failed: {result.get('error')}")
+                failure = LoweringFailed(
+                    f"{case.entry.name} ({case.dtype}): torch-xla run failed: {result.get('error')}"
+                )
                 if strict:
                     raise failure
                 outputs.append(failure)
@@ -74,30 +88,61 @@ def ladder_case(case: Case, fresh: Case, fault: str | None = None, second: dict 
 
     with tempfile.TemporaryDirectory(prefix="landscape-torchxla-") as tmp:
         arrays, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
-        np.savez(arrays, **{f"w:{k}": _float32(v) for k, v in case.weights.items()},
-                 **{f"x:{k}": _float32(v) for k, v in case.inputs.items()},
-                 **{f"f:{k}": _float32(v) for k, v in fresh.inputs.items()})
-        job = {"kind": "ladder", "name": case.entry.name, "shapes": dict(case.shapes), "dtype": case.dtype, "fault": fault,
-               "inputs": list(case.inputs), "arrays": str(arrays), "second": second, "out": str(out)}
+        np.savez(
+            arrays,
+            **{f"w:{k}": _float32(v) for k, v in case.weights.items()},
+            **{f"x:{k}": _float32(v) for k, v in case.inputs.items()},
+            **{f"f:{k}": _float32(v) for k, v in fresh.inputs.items()},
+        )
+        job = {
+            "kind": "ladder",
+            "name": case.entry.name,
+            "shapes": dict(case.shapes),
+            "dtype": case.dtype,
+            "fault": fault,
+            "inputs": list(case.inputs),
+            "arrays": str(arrays),
+            "second": second,
+            "out": str(out),
+        }
         (result,), _ = call_driver([job])
         if not result.get("ok"):
             raise LoweringFailed(f"{case.entry.name} ({case.dtype}): torch-xla failed: {result.get('error')}")
         with np.load(out) as saved:
             values = {k: saved[k] for k in saved.files}
-    outs = lambda prefix: tuple(values[f"{prefix}:{i}"].astype(np.float64)  # noqa: E731
-                                for i in range(sum(1 for k in values if k.startswith(prefix + ":"))))
+    outs = lambda prefix: tuple(
+        values[f"{prefix}:{i}"].astype(np.float64)  # noqa: E731
+        for i in range(sum(1 for k in values if k.startswith(prefix + ":")))
+    )
     if "capture" in result:
         c = result["capture"]
-        return {"r1": outs("r1"), "eager_fresh": outs("e"), "capture": CaptureFailed(c["message"], c["file"], c["line"], c["cause"])}
-    module, order, n_params, n_state = reorder_arguments(parse_stablehlo(result["stablehlo"]), result["args"],
-                                                        result["parameters"], result["buffers"])
-    lowering = Lowering(SIDE, case.entry.name, {"stablehlo": result["stablehlo"]}, verify(module), tuple(range(n_params)),
-                        buffer_args=tuple(range(n_params, n_state)))
+        return {
+            "r1": outs("r1"),
+            "eager_fresh": outs("e"),
+            "capture": CaptureFailed(c["message"], c["file"], c["line"], c["cause"]),
+        }
+    module, order, n_params, n_state = reorder_arguments(
+        parse_stablehlo(result["stablehlo"]), result["args"], result["parameters"], result["buffers"]
+    )
+    lowering = Lowering(
+        SIDE,
+        case.entry.name,
+        {"stablehlo": result["stablehlo"]},
+        verify(module),
+        tuple(range(n_params)),
+        buffer_args=tuple(range(n_params, n_state)),
+    )
     dtypes = [t.dtype for _, t in module.main.args]
     state = [_narrowed(values[f"a:{i}"], dtypes[j]) for j, i in enumerate(order[:n_state])]
-    return {"r1": outs("r1"), "eager_fresh": outs("e"), "r2": outs("r2"), "lowering": lowering,
-            "arguments": [*state, *case.inputs.values()], "ops": [tuple(o) for o in result["ops"]],
-            "second_ops": [tuple(o) for o in result["second_ops"]] if result["second_ops"] is not None else None}
+    return {
+        "r1": outs("r1"),
+        "eager_fresh": outs("e"),
+        "r2": outs("r2"),
+        "lowering": lowering,
+        "arguments": [*state, *case.inputs.values()],
+        "ops": [tuple(o) for o in result["ops"]],
+        "second_ops": [tuple(o) for o in result["second_ops"]] if result["second_ops"] is not None else None,
+    }
 
 
 def _narrowed(array: np.ndarray, element: str) -> np.ndarray:

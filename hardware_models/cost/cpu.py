@@ -132,8 +132,18 @@ YNN_CONV_MIN_CHANNELS = 16
 
 # n of the calibration's square f32 GEMM rows per library (host_calibration.py times them), and
 # the key suffix of each rate: between their FLOPs the rate follows them (`size_factor`).
-TINY_GEMM_N, SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = 32, 128, 256, 1024  # choices: 65 kFLOP (an expert's few routed rows), 4.2 MFLOP (decode-sized), 34 MFLOP, 2.1 GFLOP (compute-bound)
-GEMM_CURVE = ((TINY_GEMM_N, "_tiny"), (SMALL_GEMM_N, "_small"), (MID_GEMM_N, "_mid"), (LARGE_GEMM_N, ""))  # MKL's, under eager and Inductor
+TINY_GEMM_N, SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = (
+    32,
+    128,
+    256,
+    1024,
+)  # choices: 65 kFLOP (an expert's few routed rows), 4.2 MFLOP (decode-sized), 34 MFLOP, 2.1 GFLOP (compute-bound)
+GEMM_CURVE = (
+    (TINY_GEMM_N, "_tiny"),
+    (SMALL_GEMM_N, "_small"),
+    (MID_GEMM_N, "_mid"),
+    (LARGE_GEMM_N, ""),
+)  # MKL's, under eager and Inductor
 # XLA:CPU's curve starts at the small row: its tiny dots' fixed cost is fitted.xla_dot_s, measured apart.
 XLA_GEMM_CURVE = GEMM_CURVE[1:]
 TINY_GEMM_FLOPS, SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
@@ -218,7 +228,11 @@ def reduce_rate(target: Target, runtime: str) -> float:
 def conv_rate(target: Target, dtype: str, runtime: str, depth: int | None = None) -> float:
     """FLOP/s of a convolution through `runtime`'s library (measured in f32; other types at the
     GEMM's ratio); with its reduction depth K (c_in * kernel taps), times K / (K + K0)."""
-    rate = target[f"fitted.{runtime}_conv_flop_per_s"] * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
+    rate = (
+        target[f"fitted.{runtime}_conv_flop_per_s"]
+        * gemm_rate(target, dtype, runtime)
+        / gemm_rate(target, "f32", runtime)
+    )
     return rate if depth is None else rate * depth / (depth + target[f"fitted.{runtime}_conv_depth"])
 
 
@@ -300,7 +314,9 @@ def evaluations(plan: Plan, group: Group) -> dict[int, int]:
 
 def loop_elements(plan: Plan, group: Group) -> int:
     """The fused loop's iteration space: its largest result, or a reduction's operand."""
-    sizes = [t.elements for i in group.members for t in (*plan.ops[i].op.result_types, *plan.ops[i].op.operand_types[:1])]
+    sizes = [
+        t.elements for i in group.members for t in (*plan.ops[i].op.result_types, *plan.ops[i].op.operand_types[:1])
+    ]
     return max(sizes, default=1)
 
 
@@ -341,9 +357,13 @@ def strided_read(op, target: Target) -> tuple[int, bool]:
     inner = [d for d in range(len(out.shape)) if out.shape[d] > 1]
     if not inner or len(perm) != len(out.shape):
         return 0, False
-    stride = math.prod(source.shape[perm[inner[-1]] + 1:]) * element_bytes(source.dtype)
+    stride = math.prod(source.shape[perm[inner[-1]] + 1 :]) * element_bytes(source.dtype)
     l1 = target.levels[-1]  # the innermost level: one core's
-    l1_bytes, ways, line = int(target.level_value(l1, "bytes")), int(target["chip.l1_ways"]), int(target["chip.l1_line_bytes"])
+    l1_bytes, ways, line = (
+        int(target.level_value(l1, "bytes")),
+        int(target["chip.l1_ways"]),
+        int(target["chip.l1_line_bytes"]),
+    )
     if stride < line or source.nbytes <= l1_bytes:
         return 0, False
     span = l1_bytes // max(ways, 1)
@@ -395,12 +415,21 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
             images = conv.result_types[0].shape[conv.attr("dimension_numbers").output_batch]
             rate = conv_rate(target, shape.dtype, runtime, shape.k)
             overhead_s += conv_fixed_s(target, runtime, images)
-        epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(target, runtime)
+        epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(
+            target, runtime
+        )
         pixels = xla_eigen_conv(conv) if conv is not None and runtime == "xla" else 0
-        gemm_s = (pixels * target["fitted.xla_conv_pixel_s"] if pixels else tiling.shape.flops / rate if conv is not None else
-                  gemm_seconds(target, shape.dtype, runtime, shape.m, shape.n, shape.k, shape.batch))
+        gemm_s = (
+            pixels * target["fitted.xla_conv_pixel_s"]
+            if pixels
+            else tiling.shape.flops / rate
+            if conv is not None
+            else gemm_seconds(target, shape.dtype, runtime, shape.m, shape.n, shape.k, shape.batch)
+        )
         compute_s = gemm_s + epilogue_s
-        busy_s = (gemm_s if pixels else gemm_s * tiling.padded_flops / max(tiling.shape.flops, 1)) + epilogue_s  # a pixel's cost is measured whole
+        busy_s = (
+            gemm_s if pixels else gemm_s * tiling.padded_flops / max(tiling.shape.flops, 1)
+        ) + epilogue_s  # a pixel's cost is measured whole
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
     flops, trans = fused_work(module, plan, group, runtime)
@@ -438,7 +467,9 @@ def cold_weight_seconds(target: Target, runtime: str, read_bytes: float, weight_
     fitted.gemm_cold_bytes_per_s (XLA's: fitted.xla_gemm_cold_bytes_per_s); 0 when they fit."""
     if weight_bytes <= private_bytes(target):
         return 0.0
-    return read_bytes / target["fitted.xla_gemm_cold_bytes_per_s" if runtime == "xla" else "fitted.gemm_cold_bytes_per_s"]
+    return (
+        read_bytes / target["fitted.xla_gemm_cold_bytes_per_s" if runtime == "xla" else "fitted.gemm_cold_bytes_per_s"]
+    )
 
 
 def attention_seconds(target: Target, dtype: str, flops: float, members: int, rows: int) -> float:
@@ -453,19 +484,30 @@ def eager_op_seconds(op, target: Target) -> float:
     level = level_for(target, op.bytes)
     memory_s = op.bytes / target.level_value(level, "bytes_per_s")
     if op.name == "convolution":  # oneDNN's convolution: its own rate (at its depth) and fixed cost per call
-        compute_s = op.flops / conv_rate(target, op.dtype, "eager", op.depth or None) + conv_fixed_s(target, "eager", op.batch)
+        compute_s = op.flops / conv_rate(target, op.dtype, "eager", op.depth or None) + conv_fixed_s(
+            target, "eager", op.batch
+        )
     elif op.contraction:
-        compute_s = (attention_seconds(target, op.dtype, op.flops, op.batch, op.rows) if "scaled_dot_product" in op.name
-                     else gemm_seconds(target, op.dtype, "eager", *op.mnk, op.batch) if op.mnk
-                     else op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1)))
+        compute_s = (
+            attention_seconds(target, op.dtype, op.flops, op.batch, op.rows)
+            if "scaled_dot_product" in op.name
+            else gemm_seconds(target, op.dtype, "eager", *op.mnk, op.batch)
+            if op.mnk
+            else op.flops / gemm_rate(target, op.dtype, "eager", op.flops / max(op.batch, 1))
+        )
     else:
         share = threads(target, op.elements)
-        compute_s = (op.flops / vector_rate(target) + op.reduced / reduce_rate(target, "eager")
-                     + op.transcendentals / transcendental_rate(target, "eager", op.function)) / share
+        compute_s = (
+            op.flops / vector_rate(target)
+            + op.reduced / reduce_rate(target, "eager")
+            + op.transcendentals / transcendental_rate(target, "eager", op.function)
+        ) / share
     fixed_s = target["fitted.eager_index_add_s"] if op.name in SORTED_SCATTERS else 0.0
     if op.function in EAGER_KERNELS and op.transcendentals:  # ATen's own kernel: its measured fixed cost per call
         fixed_s += target[f"fitted.eager_{op.function}_s"]
-    return max(compute_s, memory_s) + fixed_s + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
+    return (
+        max(compute_s, memory_s) + fixed_s + target["fitted.eager_nested_s" if op.nested else "fitted.eager_dispatch_s"]
+    )
 
 
 def call_overhead_s(target: Target, runtime: str, loops_only: bool = False) -> float:

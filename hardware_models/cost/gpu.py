@@ -46,8 +46,11 @@ from reference.ir import Module
 from reference.ir.graph import element_bytes
 
 TENSOR_PEAK_KEYS = {
-    "bf16": "peak.bf16_flop_per_s", "f16": "peak.fp16_flop_per_s", "f8E4M3FN": "peak.fp8_flop_per_s",
-    "f8E5M2": "peak.fp8_flop_per_s", "i8": "peak.int8_op_per_s",
+    "bf16": "peak.bf16_flop_per_s",
+    "f16": "peak.fp16_flop_per_s",
+    "f8E4M3FN": "peak.fp8_flop_per_s",
+    "f8E5M2": "peak.fp8_flop_per_s",
+    "i8": "peak.int8_op_per_s",
 }
 
 
@@ -127,7 +130,9 @@ def gpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     compute_s = dot_flops(plan, group) / attention_chips(plan) / (contraction_peak(target, shape.dtype) * fraction)
     main = target.main_memory_level
     memory_s = {main: placement.at(main) / hbm_rate(target)}
-    return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"])
+    return roofline_cost(
+        flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"]
+    )
 
 
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
@@ -138,7 +143,9 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     work = group_work(plan, module, group)
     flops, transcendentals = work.flops, work.transcendentals
     memory_s = {target.main_memory_level: placement.at(target.main_memory_level) / hbm_rate(target)}
-    sfu_s = transcendentals / (target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"])
+    sfu_s = transcendentals / (
+        target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"]
+    )
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
         peak = contraction_peak(target, tiling.shape.dtype) * target["fitted.gemm_efficiency"]
@@ -150,6 +157,14 @@ def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         if tiling.workspace_bytes:  # split-K's f32 partials, at the level pad_to_tiles put them
             bytes_[tiling.workspace_level] = bytes_.get(tiling.workspace_level, 0) + tiling.workspace_bytes
             memory_s[target.main_memory_level] = bytes_[target.main_memory_level] / hbm_rate(target)
-        return roofline_cost(flops, tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops, compute_s + epilogue_s, bytes_, memory_s, busy_s, fixed_s)
+        return roofline_cost(
+            flops,
+            tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops,
+            compute_s + epilogue_s,
+            bytes_,
+            memory_s,
+            busy_s,
+            fixed_s,
+        )
     compute_s = flops / vector_rate(target) + sfu_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

@@ -58,4 +58,6 @@ def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         memory_s, compute_s = dict(host.memory_s)["host"], host.compute_s
         time_s += host.time_s
     schedule_s = time_s - max(compute_s, memory_s)
-    return Cost(flops, max(slot.padded_flops, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),))
+    return Cost(
+        flops, max(slot.padded_flops, flops), compute_s, schedule_s, time_s, ((level, moved),), ((level, memory_s),)
+    )

@@ -49,16 +49,26 @@ class Cost:
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(
-            self.flops + other.flops, self.padded_flops + other.padded_flops, self.compute_s + other.compute_s,
-            self.schedule_s + other.schedule_s, self.time_s + other.time_s,
-            _merge(self.bytes, other.bytes), _merge(self.memory_s, other.memory_s),
+            self.flops + other.flops,
+            self.padded_flops + other.padded_flops,
+            self.compute_s + other.compute_s,
+            self.schedule_s + other.schedule_s,
+            self.time_s + other.time_s,
+            _merge(self.bytes, other.bytes),
+            _merge(self.memory_s, other.memory_s),
             (self.span_s or self.time_s) + (other.span_s or other.time_s) if self.span_s or other.span_s else 0.0,
         )
 
     def __mul__(self, k: int) -> Cost:
         return Cost(
-            self.flops * k, self.padded_flops * k, self.compute_s * k, self.schedule_s * k, self.time_s * k,
-            tuple((n, b * k) for n, b in self.bytes), tuple((n, s * k) for n, s in self.memory_s), self.span_s * k,
+            self.flops * k,
+            self.padded_flops * k,
+            self.compute_s * k,
+            self.schedule_s * k,
+            self.time_s * k,
+            tuple((n, b * k) for n, b in self.bytes),
+            tuple((n, s * k) for n, s in self.memory_s),
+            self.span_s * k,
         )
 
     @property
@@ -78,7 +88,9 @@ class Cost:
         return self.compute_s / self.time_s if self.time_s else 0.0
 
 
-def roofline_cost(flops: int, padded_flops: int, compute_s: float, bytes_: dict, memory_s: dict, busy_s: float, fixed_s: float) -> Cost:
+def roofline_cost(
+    flops: int, padded_flops: int, compute_s: float, bytes_: dict, memory_s: dict, busy_s: float, fixed_s: float
+) -> Cost:
     """A Cost from its parts: `busy_s` is how long the units are busy (padding, quantization and
     fill included), `fixed_s` the per-kernel fixed cost; the schedule time is what that adds
     above max(compute_s, memory)."""
@@ -94,7 +106,9 @@ def host_fallback_cost(flops: int, bytes_: dict, target) -> Cost:
     link_s = bytes_["host"] / target["interconnect.host_bytes_per_s"]
     compute_s = flops / target["host.flop_per_s"]
     fixed_s = target.get("schedule.launch_overhead_s", 0.0) or 0.0
-    return Cost(flops, flops, compute_s, fixed_s, link_s + compute_s + fixed_s, tuple(bytes_.items()), (("host", link_s),))
+    return Cost(
+        flops, flops, compute_s, fixed_s, link_s + compute_s + fixed_s, tuple(bytes_.items()), (("host", link_s),)
+    )
 
 
 def allreduce_cost(hidden_bytes: int, chips: int, bus_bytes_per_s: float, latency_s: float) -> Cost:
@@ -109,7 +123,9 @@ def transfer_cost(plan, target) -> Cost:
     """The all-reduce a tensor-parallel partition adds (shard_tensor_parallel), on any target
     with `allreduce_bus_bytes_per_s` (measured on GPUs, in [fitted]; from the links elsewhere)."""
     bus = target.get("fitted.allreduce_bus_bytes_per_s") or target["interconnect.allreduce_bus_bytes_per_s"]
-    return allreduce_cost(plan.partition.hidden_bytes, plan.partition.chips, bus, target["schedule.collective_latency_s"])
+    return allreduce_cost(
+        plan.partition.hidden_bytes, plan.partition.chips, bus, target["schedule.collective_latency_s"]
+    )
 
 
 @dataclass(frozen=True)
@@ -126,10 +142,20 @@ class GroupCost:
     def to_dict(self) -> dict:
         c = self.cost
         return {
-            "group": self.group, "kind": self.kind, "op": "+".join(self.ops), "scope": self.scope,
-            "repeats": self.repeats, "flops": c.flops, "padded_flops": c.padded_flops,
-            "bytes": dict(c.bytes), "compute_s": c.compute_s, "memory_s": dict(c.memory_s),
-            "schedule_s": c.schedule_s, "time_s": c.time_s, "bottleneck": c.bottleneck, "utilization": c.utilization,
+            "group": self.group,
+            "kind": self.kind,
+            "op": "+".join(self.ops),
+            "scope": self.scope,
+            "repeats": self.repeats,
+            "flops": c.flops,
+            "padded_flops": c.padded_flops,
+            "bytes": dict(c.bytes),
+            "compute_s": c.compute_s,
+            "memory_s": dict(c.memory_s),
+            "schedule_s": c.schedule_s,
+            "time_s": c.time_s,
+            "bottleneck": c.bottleneck,
+            "utilization": c.utilization,
         }
 
 

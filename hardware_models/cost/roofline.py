@@ -29,8 +29,9 @@ class Point:
     bottleneck: str
 
 
-def roofline_points(est: Estimate, level: str, spans: dict[int, float] | None = None,
-                    shares: dict[int, int] | None = None) -> list[Point]:
+def roofline_points(
+    est: Estimate, level: str, spans: dict[int, float] | None = None, shares: dict[int, int] | None = None
+) -> list[Point]:
     """One point per kernel that does arithmetic and touches the main memory `level`, for one
     chip; `spans` (group -> seconds) replaces a kernel's time where given; `shares` (group ->
     chips) divides a sharded kernel's FLOPs to one chip's."""

@@ -31,7 +31,9 @@ def matmul_rate(target: Target, batch: int) -> float:
     """Sustained MAC/s per core for a matmul of this batch (S03, S04, S05)."""
     if batch == 1:
         return target["fitted.matmul_mac_per_s_per_core"]
-    return target["fitted.bmm_mac_per_s_per_core"] if batch >= 4 else target["fitted.bmm_small_batch_mac_per_s_per_core"]
+    return (
+        target["fitted.bmm_mac_per_s_per_core"] if batch >= 4 else target["fitted.bmm_small_batch_mac_per_s_per_core"]
+    )
 
 
 def lpddr5_seconds(read: int, write: int, target: Target) -> float:
@@ -66,9 +68,18 @@ def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     hidden_s = 0.0
     if previous is not None and previous.instance == group.instance and previous.id in plan.divisions:
         _, prev_busy, prev_memory, _ = kernel_times(module, plan, previous, target)
-        prefetch_s = dict(plan.placements[group.id].split).get("prefetchable", 0) / target["fitted.lpddr5_one_way_bytes_per_s"]
+        prefetch_s = (
+            dict(plan.placements[group.id].split).get("prefetchable", 0) / target["fitted.lpddr5_one_way_bytes_per_s"]
+        )
         hidden_s = min(prefetch_s, max(0.0, prev_busy - prev_memory), memory_s)  # fire_kernels: loaded meanwhile
     flops = group_work(plan, module, group).flops
     placement = plan.placements[group.id]
-    return roofline_cost(flops, padded, compute_s, dict(placement.bytes), {target.main_memory_level: memory_s - hidden_s}, busy_s,
-                         target["schedule.launch_overhead_s"])
+    return roofline_cost(
+        flops,
+        padded,
+        compute_s,
+        dict(placement.bytes),
+        {target.main_memory_level: memory_s - hidden_s},
+        busy_s,
+        target["schedule.launch_overhead_s"],
+    )

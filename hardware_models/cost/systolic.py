@@ -60,7 +60,12 @@ class GemmCycles:
         return (self.sr * self.sc) / (self.folds * self.rows * self.cols)
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "folds": self.folds, "utilization": self.utilization, "mapping_efficiency": self.mapping_efficiency}
+        return {
+            **asdict(self),
+            "folds": self.folds,
+            "utilization": self.utilization,
+            "mapping_efficiency": self.mapping_efficiency,
+        }
 
 
 def systolic_gemm(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = "os") -> GemmCycles:
@@ -85,7 +90,9 @@ def systolic_gemm(m: int, n: int, k: int, rows: int, cols: int, dataflow: str = 
     else:
         raise UnknownName("dataflow", dataflow, DATAFLOWS)
     row_folds, col_folds = -(-sr // rows), -(-sc // cols)  # integer ceil-division: exact at any size
-    return GemmCycles(m, n, k, rows, cols, dataflow, sr, sc, t, row_folds, col_folds, per_fold, row_folds * col_folds * per_fold - 1)
+    return GemmCycles(
+        m, n, k, rows, cols, dataflow, sr, sc, t, row_folds, col_folds, per_fold, row_folds * col_folds * per_fold - 1
+    )
 
 
 def double_buffered_cycles(folds: int, rows: int, cols: int, t: int) -> int:
@@ -107,13 +114,20 @@ def double_buffered_cycles(folds: int, rows: int, cols: int, t: int) -> int:
 
 
 def parse_array(text: str) -> tuple[int, int]:
-    """"128x128" -> (128, 128).
+    """ "128x128" -> (128, 128).
 
     Raises:
         InvalidShape: not of the form RxC with positive integers.
     """
     rows, sep, cols = text.lower().partition("x")
     rows, cols = rows.strip(), cols.strip()
-    if not sep or not (rows + cols).isascii() or not rows.isdigit() or not cols.isdigit() or int(rows) < 1 or int(cols) < 1:
+    if (
+        not sep
+        or not (rows + cols).isascii()
+        or not rows.isdigit()
+        or not cols.isdigit()
+        or int(rows) < 1
+        or int(cols) < 1
+    ):
         raise InvalidShape("gemm", "array", text, "expected ROWSxCOLS, e.g. 128x128")
     return int(rows), int(cols)

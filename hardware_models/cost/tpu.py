@@ -37,7 +37,9 @@ def vpu_rate(target: Target) -> float:
 
 
 def transcendental_rate(target: Target) -> float:
-    return target["chip.tensorcores"] * target["chip.transcendentals_per_cycle_per_tensorcore"] * target["chip.clock_hz"]
+    return (
+        target["chip.tensorcores"] * target["chip.transcendentals_per_cycle_per_tensorcore"] * target["chip.clock_hz"]
+    )
 
 
 def mxu_peak(target: Target, dtype: str) -> float:
@@ -65,11 +67,20 @@ def tpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     vector_s = ((work.flops - dots) / vpu_rate(target) + work.transcendentals / transcendental_rate(target)) / chips
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
     memory_s = {
-        level.name: placement.at(level.name) / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
+        level.name: placement.at(level.name)
+        / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
         for level in target.levels
     }
     compute_s = max(mxu_s, vector_s)
-    return roofline_cost(work.flops, work.flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"])
+    return roofline_cost(
+        work.flops,
+        work.flops,
+        compute_s,
+        dict(placement.bytes),
+        memory_s,
+        compute_s,
+        target["schedule.launch_overhead_s"],
+    )
 
 
 def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
@@ -81,7 +92,8 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
     flops, transcendentals = work.flops, work.transcendentals
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)  # of the main memory; 1 unless fitted
     memory_s = {
-        level.name: placement.at(level.name) / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
+        level.name: placement.at(level.name)
+        / (target.level_value(level, "bytes_per_s") * (hbm_eff if level.role == "main" else 1.0))
         for level in target.levels
     }
     vector_s = transcendentals / transcendental_rate(target)
@@ -91,6 +103,14 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
         busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
         vector_s += work.epilogue_flops / vpu_rate(target)
-        return roofline_cost(flops, tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops, max(compute_s, vector_s), dict(placement.bytes), memory_s, max(busy_s, vector_s), launch_s)
+        return roofline_cost(
+            flops,
+            tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops,
+            max(compute_s, vector_s),
+            dict(placement.bytes),
+            memory_s,
+            max(busy_s, vector_s),
+            launch_s,
+        )
     compute_s = flops / vpu_rate(target) + vector_s
     return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, launch_s)

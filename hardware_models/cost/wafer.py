@@ -63,8 +63,16 @@ def wafer_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
         return full
     row = _one_row(plan, group, target, full, chunks)
     latency = _latency(group, target, plan)
-    return Cost(full.flops, full.padded_flops, row.compute_s, row.schedule_s + latency, _first_chunk_s(row) + latency,
-                full.bytes, row.memory_s, full.time_s)
+    return Cost(
+        full.flops,
+        full.padded_flops,
+        row.compute_s,
+        row.schedule_s + latency,
+        _first_chunk_s(row) + latency,
+        full.bytes,
+        row.memory_s,
+        full.time_s,
+    )
 
 
 def _first_chunk_s(row: Cost) -> float:
@@ -149,7 +157,9 @@ def _pipeline_cost(module: Module, plan: Plan, target: Target, chunks: int) -> C
     """(chunks - 1) x the slowest stage's busy time, with that stage's compute and memory."""
     _, slowest = _stages(module, plan, target, chunks)
     k = chunks - 1
-    return Cost(0, 0, slowest.compute_s * k, 0.0, slowest.time_s * k, (), tuple((lv, t * k) for lv, t in slowest.memory_s))
+    return Cost(
+        0, 0, slowest.compute_s * k, 0.0, slowest.time_s * k, (), tuple((lv, t * k) for lv, t in slowest.memory_s)
+    )
 
 
 def _pass_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:

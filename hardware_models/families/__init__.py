@@ -64,7 +64,7 @@ class Family:
     caveat: Callable | None = None
 
     def describe(self, target_description: str = "") -> str:
-        """"NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""
+        """ "NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""
         return f"{self.vendor} {self.noun}" + (f": {target_description}" if target_description else "")
 
 

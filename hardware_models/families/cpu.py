@@ -69,19 +69,29 @@ def cpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     mc = max(mr, min(round_up(shape.m, mr), int(l2 / 2 // (kc * e)) // mr * mr))
     nc = max(nr, min(round_up(np_, nr), int(last / 2 // (kc * e)) // nr * nr))
     units = shape.batch * ceil_div(shape.m, mr) * ceil_div(np_, nr)
-    return Tiling(shape, (mr, nr, kc), (shape.m, np_, shape.k), units, ceil_div(units, int(target["chip.cores"])), (mc, nc))
+    return Tiling(
+        shape, (mr, nr, kc), (shape.m, np_, shape.k), units, ceil_div(units, int(target["chip.cores"])), (mc, nc)
+    )
 
 
 def cpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
-    return ({"GEMM f32": gemm_rate(target, "f32"), "GEMM bf16": gemm_rate(target, "bf16"), "vector f32": target["peak.f32_flop_per_s"] / 2},
-            {lv.name.upper(): target.level_value(lv, "bytes_per_s") for lv in target.levels})
+    return (
+        {
+            "GEMM f32": gemm_rate(target, "f32"),
+            "GEMM bf16": gemm_rate(target, "bf16"),
+            "vector f32": target["peak.f32_flop_per_s"] / 2,
+        },
+        {lv.name.upper(): target.level_value(lv, "bytes_per_s") for lv in target.levels},
+    )
 
 
 def _pipeline(rules, attention: bool):
     return (
         resolve_dtypes,  # first because every later pass reads the types it decides
         fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; oneDNN takes bf16 operands with f32 accumulation
-        partial(assign_groups, fold_iota=False),  # after fold_upcasts because a folded convert forms no kernel; XLA:CPU and Inductor compute iotas at run time
+        partial(
+            assign_groups, fold_iota=False
+        ),  # after fold_upcasts because a folded convert forms no kernel; XLA:CPU and Inductor compute iotas at run time
         partial(fuse_elementwise, rules=rules),  # loops fused as the compiler does; GEMMs go to the library
         # after fuse_elementwise because it takes the dots and softmax out of its kernels: Inductor
         # calls ATen's flash attention for CPU (its output code: aten._scaled_dot_product_flash_attention_for_cpu)
@@ -96,6 +106,7 @@ def _pipeline(rules, attention: bool):
 # (host_runtime.compiled_seconds compiles a program for the xla runtime with it).
 XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused attention: dots and softmax loops
 
+
 def machine_note(target: Target) -> str:
     """A note when the target file was calibrated on another CPU than this one ('' when it matches)."""
     from hardware_models.host import read_host
@@ -103,39 +114,72 @@ def machine_note(target: Target) -> str:
     host = read_host()
     if target.description == host.summary:
         return ""
-    return (f"note: {target.path} was calibrated on {target.description}; this machine is {host.summary}. "
-            "Its rates were measured there and may be several times off here: run `landscape calibrate host-cpu`, "
-            "then give the file it writes (out/calibration/host-cpu.toml) as --target-file, or as --target to "
-            "estimate, predict and serve.")
+    return (
+        f"note: {target.path} was calibrated on {target.description}; this machine is {host.summary}. "
+        "Its rates were measured there and may be several times off here: run `landscape calibrate host-cpu`, "
+        "then give the file it writes (out/calibration/host-cpu.toml) as --target-file, or as --target to "
+        "estimate, predict and serve."
+    )
 
 
-CPU = register(Family(
-    name="cpu", vendor="host", noun="CPU", representative="host-cpu",
-    schema={
-        "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle", "l1_ways", "l1_line_bytes"),
-        "peak": ("f32_flop_per_s",),
-        "fitted": ("gemm_f32_flop_per_s", "gemm_bf16_flop_per_s", "gemm_f16_flop_per_s", "xla_gemm_f32_flop_per_s",
-                   # every function calibrate times, through every runtime: a file that lost one is refused
-                   *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + (EAGER_KERNELS if r == "eager" else ())),
-                   "eager_dispatch_s", "eager_nested_s", "eager_module_call_s", "inductor_call_s", "xla_call_s",
-                   "inductor_loop_call_s", "xla_loop_call_s", *(f"{r}_reduce_per_s" for r in RUNTIMES),
-                   *(f"gemm_f32{suffix}_flop_per_s" for _, suffix in GEMM_CURVE[:-1]),
-                   *(f"xla_gemm_f32{suffix}_flop_per_s" for _, suffix in XLA_GEMM_CURVE[:-1]),
-                   "eager_sdpa_row_s", "eager_param_s", "eager_index_add_s", "xla_stream_bytes_per_s", "xla_strided_per_s", "xla_conflict_per_s",
-                   "xla_conv_pixel_s", "gemm_pack_bytes_per_s", "xla_gemm_pack_bytes_per_s", "gemv_bytes_per_s", "xla_gemv_bytes_per_s",
-                   *(f"eager_{fn}_s" for fn in EAGER_KERNELS),
-                   "gemm_cold_bytes_per_s", "xla_gemm_cold_bytes_per_s", "xla_dot_s",
-                   "inductor_kernel_s", "xla_kernel_s", "inductor_arg_s", "xla_arg_s", "dram_bytes_per_s",
-                   *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth"))),
-    },
-    # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
-    optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
-    levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
-    pipeline=_pipeline(INDUCTOR, attention=True),
-    group_cost=cpu_group_cost,
-    ceilings=cpu_ceilings,
-    peak_16bit=lambda t: gemm_rate(t, "bf16"),
-    off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),
-    tiling=cpu_tiling,
-    caveat=machine_note,
-))
+CPU = register(
+    Family(
+        name="cpu",
+        vendor="host",
+        noun="CPU",
+        representative="host-cpu",
+        schema={
+            "chip": ("cores", "clock_hz", "f32_lanes", "fma_per_cycle", "l1_ways", "l1_line_bytes"),
+            "peak": ("f32_flop_per_s",),
+            "fitted": (
+                "gemm_f32_flop_per_s",
+                "gemm_bf16_flop_per_s",
+                "gemm_f16_flop_per_s",
+                "xla_gemm_f32_flop_per_s",
+                # every function calibrate times, through every runtime: a file that lost one is refused
+                *(f"{r}_{fn}_per_s" for r in RUNTIMES for fn in FUNCTIONS + (EAGER_KERNELS if r == "eager" else ())),
+                "eager_dispatch_s",
+                "eager_nested_s",
+                "eager_module_call_s",
+                "inductor_call_s",
+                "xla_call_s",
+                "inductor_loop_call_s",
+                "xla_loop_call_s",
+                *(f"{r}_reduce_per_s" for r in RUNTIMES),
+                *(f"gemm_f32{suffix}_flop_per_s" for _, suffix in GEMM_CURVE[:-1]),
+                *(f"xla_gemm_f32{suffix}_flop_per_s" for _, suffix in XLA_GEMM_CURVE[:-1]),
+                "eager_sdpa_row_s",
+                "eager_param_s",
+                "eager_index_add_s",
+                "xla_stream_bytes_per_s",
+                "xla_strided_per_s",
+                "xla_conflict_per_s",
+                "xla_conv_pixel_s",
+                "gemm_pack_bytes_per_s",
+                "xla_gemm_pack_bytes_per_s",
+                "gemv_bytes_per_s",
+                "xla_gemv_bytes_per_s",
+                *(f"eager_{fn}_s" for fn in EAGER_KERNELS),
+                "gemm_cold_bytes_per_s",
+                "xla_gemm_cold_bytes_per_s",
+                "xla_dot_s",
+                "inductor_kernel_s",
+                "xla_kernel_s",
+                "inductor_arg_s",
+                "xla_arg_s",
+                "dram_bytes_per_s",
+                *(f"{r}_conv{q}" for r in RUNTIMES for q in ("_flop_per_s", "_s", "_batched_s", "_depth")),
+            ),
+        },
+        # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
+        optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
+        levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
+        pipeline=_pipeline(INDUCTOR, attention=True),
+        group_cost=cpu_group_cost,
+        ceilings=cpu_ceilings,
+        peak_16bit=lambda t: gemm_rate(t, "bf16"),
+        off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),
+        tiling=cpu_tiling,
+        caveat=machine_note,
+    )
+)

@@ -87,8 +87,17 @@ def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: in
         workspace = 2 * partials
         fits = partials <= target.level_capacity(cache) * target.level_value(cache, "resident_fraction")
         level = cache.name if fits else target.main_memory_level
-    return Tiling(shape, (tm, tn, tk), (mp, np_, kp), units, ceil_div(units, sms), block,
-                  split_k=split, workspace_bytes=workspace, workspace_level=level)
+    return Tiling(
+        shape,
+        (tm, tn, tk),
+        (mp, np_, kp),
+        units,
+        ceil_div(units, sms),
+        block,
+        split_k=split,
+        workspace_bytes=workspace,
+        workspace_level=level,
+    )
 
 
 def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int) -> list[Tiling]:
@@ -97,7 +106,9 @@ def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int) -> list[Til
     width = element_bytes(shape.dtype)
     # tensor-core types pad k to whole MMAs; f32 and f64 run on the CUDA cores (no TF32), unpadded
     tk = int(target["chip.mma_k_bytes"]) // width if width <= 2 else 1
-    tiles = dict.fromkeys((min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in CANDIDATE_TILES)
+    tiles = dict.fromkeys(
+        (min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in CANDIDATE_TILES
+    )
     k_steps = ceil_div(shape.k, tk)
     splits = [s for s in SPLIT_K if s == 1 or ceil_div(k_steps, s) * tk >= MIN_K_SLICE]
     return [_candidate(shape, target, out_bytes, tm, tn, tk, s) for s in splits for tm, tn in tiles]
@@ -127,35 +138,47 @@ def gpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
 
 def gpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
     eff = target["fitted.gemm_efficiency"]
-    return ({"tensor bf16": contraction_peak(target, "bf16") * eff, "CUDA-core f32": 2 * vector_rate(target)},
-            {"HBM": hbm_rate(target)})
+    return (
+        {"tensor bf16": contraction_peak(target, "bf16") * eff, "CUDA-core f32": 2 * vector_rate(target)},
+        {"HBM": hbm_rate(target)},
+    )
 
 
-GPU = register(Family(
-    name="gpu", vendor="NVIDIA", noun="GPU", representative="h100",
-    schema={
-        "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm", "mma_m", "mma_k_bytes"),
-        "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
-        "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s", "gemm_overhead_s"),
-        "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s", "flash_attention_fraction"),
-        "host": ("flop_per_s",),
-    },
-    optional={"peak": ("fp8_flop_per_s", "int8_op_per_s")},
-    levels={"hbm": ("bytes", "bytes_per_s", "usable_fraction"), "l2": ("bytes", "bytes_per_s", "resident_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
-        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-        partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
-        partial(fuse_attention, stack="FlashAttention-2"),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
-        shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
-        pad_to_tiles,  # after fusion because only contraction groups are tiled, once
-        place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
-    ),
-    group_cost=gpu_group_cost,
-    ceilings=gpu_ceilings,
-    peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
-    off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
-    tiling=gpu_tiling,
-))
+GPU = register(
+    Family(
+        name="gpu",
+        vendor="NVIDIA",
+        noun="GPU",
+        representative="h100",
+        schema={
+            "chip": ("sm_count", "clock_hz", "fp32_lanes_per_sm", "sfu_ops_per_cycle_per_sm", "mma_m", "mma_k_bytes"),
+            "peak": ("bf16_flop_per_s", "fp16_flop_per_s"),
+            "interconnect": ("nvlink_bytes_per_s", "host_bytes_per_s"),
+            "schedule": ("launch_overhead_s", "collective_latency_s", "gemm_overhead_s"),
+            "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s", "flash_attention_fraction"),
+            "host": ("flop_per_s",),
+        },
+        optional={"peak": ("fp8_flop_per_s", "int8_op_per_s")},
+        levels={
+            "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
+            "l2": ("bytes", "bytes_per_s", "resident_fraction"),
+        },
+        pipeline=(
+            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
+            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+            partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
+            partial(
+                fuse_attention, stack="FlashAttention-2"
+            ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
+            shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+            pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+            place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
+        ),
+        group_cost=gpu_group_cost,
+        ceilings=gpu_ceilings,
+        peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
+        off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
+        tiling=gpu_tiling,
+    )
+)

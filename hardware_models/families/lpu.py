@@ -23,30 +23,50 @@ from hardware_models.target import Target
 
 
 def lpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
-    return ({"MXM fp16": target["peak.fp16_flop_per_s"], "VXM": target["chip.vector_alus"] * target["chip.clock_hz"]},
-            {"SRAM": target.main_memory_bytes_per_s})
+    return (
+        {"MXM fp16": target["peak.fp16_flop_per_s"], "VXM": target["chip.vector_alus"] * target["chip.clock_hz"]},
+        {"SRAM": target.main_memory_bytes_per_s},
+    )
 
 
-LPU = register(Family(
-    name="lpu", vendor="Groq", noun="LPU", representative="groq-lpu",
-    schema={
-        "chip": ("clock_hz", "vector_lanes", "vector_alus", "mxm_macs_per_cycle", "mxm_rows", "sxm_vectors_per_cycle"),
-        "peak": ("int8_op_per_s", "fp16_flop_per_s"),
-        "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
-        "schedule": ("mem_latency_cycles", "vxm_latency_cycles", "sxm_latency_cycles", "mxm_latency_cycles", "c2c_hop_latency_s"),
-        "host": ("flop_per_s",),
-    },
-    levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-        assign_groups,  # no fusion: streams chain ops instead, in schedule_static
-        partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
-        schedule_static,
-        allocate_sram,  # after the schedule because a value's slot is live from its write to its last read
-    ),
-    group_cost=lpu_group_cost,
-    ceilings=lpu_ceilings,
-    peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
-    off_chip=lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),
-    scheduled=True,
-))
+LPU = register(
+    Family(
+        name="lpu",
+        vendor="Groq",
+        noun="LPU",
+        representative="groq-lpu",
+        schema={
+            "chip": (
+                "clock_hz",
+                "vector_lanes",
+                "vector_alus",
+                "mxm_macs_per_cycle",
+                "mxm_rows",
+                "sxm_vectors_per_cycle",
+            ),
+            "peak": ("int8_op_per_s", "fp16_flop_per_s"),
+            "interconnect": ("c2c_links", "c2c_bytes_per_s_per_link", "host_bytes_per_s"),
+            "schedule": (
+                "mem_latency_cycles",
+                "vxm_latency_cycles",
+                "sxm_latency_cycles",
+                "mxm_latency_cycles",
+                "c2c_hop_latency_s",
+            ),
+            "host": ("flop_per_s",),
+        },
+        levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
+        pipeline=(
+            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+            assign_groups,  # no fusion: streams chain ops instead, in schedule_static
+            partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
+            schedule_static,
+            allocate_sram,  # after the schedule because a value's slot is live from its write to its last read
+        ),
+        group_cost=lpu_group_cost,
+        ceilings=lpu_ceilings,
+        peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
+        off_chip=lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),
+        scheduled=True,
+    )
+)

@@ -43,44 +43,77 @@ def spyre_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
     per_stick = int(target["chip.stick_bytes"]) // element_bytes(shape.dtype)
     mp, np_, kp = round_up(shape.m, row_pass), round_up(shape.n, per_stick), round_up(shape.k, per_stick)
     units = shape.batch * (mp // row_pass) * (np_ // per_stick)
-    return Tiling(shape, (row_pass, per_stick, per_stick), (mp, np_, kp), units, ceil_div(units, int(target["chip.cores"])), (mp, np_))
+    return Tiling(
+        shape,
+        (row_pass, per_stick, per_stick),
+        (mp, np_, kp),
+        units,
+        ceil_div(units, int(target["chip.cores"])),
+        (mp, np_),
+    )
 
 
 def spyre_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
     cores = target["chip.cores"]
-    return ({"matmul fp16": 2 * cores * target["fitted.matmul_mac_per_s_per_core"],
-             "vector": cores * target["chip.vector_ops_per_s_per_core"]},
-            {"LPDDR5": target["fitted.lpddr5_one_way_bytes_per_s"]})
+    return (
+        {
+            "matmul fp16": 2 * cores * target["fitted.matmul_mac_per_s_per_core"],
+            "vector": cores * target["chip.vector_ops_per_s_per_core"],
+        },
+        {"LPDDR5": target["fitted.lpddr5_one_way_bytes_per_s"]},
+    )
 
 
-SPYRE = register(Family(
-    name="spyre", vendor="IBM", noun="Spyre card", representative="spyre",
-    schema={
-        "chip": ("cores", "corelets_per_core", "pe_rows", "pe_cols", "stick_bytes", "matmul_row_pass", "vector_ops_per_s_per_core"),
-        "peak": ("fp16_mac_per_s_per_core",),
-        "interconnect": ("host_bytes_per_s", "allreduce_bus_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s"),
-        "fitted": ("matmul_mac_per_s_per_core", "bmm_mac_per_s_per_core", "bmm_small_batch_mac_per_s_per_core",
-                   "lpddr5_one_way_bytes_per_s", "lpddr5_read_write_bytes_per_s", "restickify_bytes_per_s"),
-        "host": ("flop_per_s",),
-    },
-    levels={"lpddr5": ("bytes", "bytes_per_s", "usable_fraction"), "lx": ("bytes", "usable_bytes", "buffer_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; Inductor takes the Linear in its type
-        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-        partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
-        shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
-        stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
-        insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
-        pad_to_tiles,  # 8-row passes, n and k to whole sticks
-        divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
-        plan_scratchpad,  # after divide_work because residency is counted per core
-        fire_kernels,  # last: the dataflow edges need where every tensor waits
-    ),
-    group_cost=spyre_group_cost,
-    ceilings=spyre_ceilings,
-    peak_16bit=lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
-    off_chip=lambda t: ("LPDDR5", t.main_memory_bytes_per_s),
-    tiling=spyre_tiling,
-))
+SPYRE = register(
+    Family(
+        name="spyre",
+        vendor="IBM",
+        noun="Spyre card",
+        representative="spyre",
+        schema={
+            "chip": (
+                "cores",
+                "corelets_per_core",
+                "pe_rows",
+                "pe_cols",
+                "stick_bytes",
+                "matmul_row_pass",
+                "vector_ops_per_s_per_core",
+            ),
+            "peak": ("fp16_mac_per_s_per_core",),
+            "interconnect": ("host_bytes_per_s", "allreduce_bus_bytes_per_s"),
+            "schedule": ("launch_overhead_s", "collective_latency_s"),
+            "fitted": (
+                "matmul_mac_per_s_per_core",
+                "bmm_mac_per_s_per_core",
+                "bmm_small_batch_mac_per_s_per_core",
+                "lpddr5_one_way_bytes_per_s",
+                "lpddr5_read_write_bytes_per_s",
+                "restickify_bytes_per_s",
+            ),
+            "host": ("flop_per_s",),
+        },
+        levels={
+            "lpddr5": ("bytes", "bytes_per_s", "usable_fraction"),
+            "lx": ("bytes", "usable_bytes", "buffer_fraction"),
+        },
+        pipeline=(
+            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; Inductor takes the Linear in its type
+            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+            partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
+            shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
+            stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
+            insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
+            pad_to_tiles,  # 8-row passes, n and k to whole sticks
+            divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
+            plan_scratchpad,  # after divide_work because residency is counted per core
+            fire_kernels,  # last: the dataflow edges need where every tensor waits
+        ),
+        group_cost=spyre_group_cost,
+        ceilings=spyre_ceilings,
+        peak_16bit=lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
+        off_chip=lambda t: ("LPDDR5", t.main_memory_bytes_per_s),
+        tiling=spyre_tiling,
+    )
+)

@@ -67,35 +67,59 @@ def tpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
 
 
 def tpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
-    return ({"MXU bf16": target["peak.bf16_flop_per_s"], "VPU": vpu_rate(target)},
-            {lv.name.upper(): target.level_value(lv, "bytes_per_s") for lv in target.levels if f"levels.{lv.name}.bytes_per_s" in target.quantities})
+    return (
+        {"MXU bf16": target["peak.bf16_flop_per_s"], "VPU": vpu_rate(target)},
+        {
+            lv.name.upper(): target.level_value(lv, "bytes_per_s")
+            for lv in target.levels
+            if f"levels.{lv.name}.bytes_per_s" in target.quantities
+        },
+    )
 
 
-TPU = register(Family(
-    name="tpu", vendor="Google", noun="TPU", representative="tpu-v5e",
-    schema={
-        "chip": ("tensorcores", "mxus_per_tensorcore", "mxu_rows", "mxu_cols", "clock_hz",
-                 "vpu_sublanes", "vector_alus_per_tensorcore", "transcendentals_per_cycle_per_tensorcore"),
-        "peak": ("bf16_flop_per_s", "int8_op_per_s"),
-        "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s", "allreduce_bus_bytes_per_s"),
-        "schedule": ("launch_overhead_s", "collective_latency_s"),
-        "host": ("flop_per_s",),
-    },
-    optional={"fitted": ("gemm_efficiency", "hbm_efficiency")},
-    levels={"hbm": ("bytes", "bytes_per_s", "usable_fraction"), "vmem": ("bytes", "bytes_per_s", "buffer_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; XLA folds converts into the dot
-        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-        partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
-        partial(fuse_attention, stack="Pallas flash attention"),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
-        shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
-        pad_to_tiles,  # after fusion because only contraction groups are tiled, once
-        place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays
-    ),
-    group_cost=tpu_group_cost,
-    ceilings=tpu_ceilings,
-    peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
-    off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
-    tiling=tpu_tiling,
-))
+TPU = register(
+    Family(
+        name="tpu",
+        vendor="Google",
+        noun="TPU",
+        representative="tpu-v5e",
+        schema={
+            "chip": (
+                "tensorcores",
+                "mxus_per_tensorcore",
+                "mxu_rows",
+                "mxu_cols",
+                "clock_hz",
+                "vpu_sublanes",
+                "vector_alus_per_tensorcore",
+                "transcendentals_per_cycle_per_tensorcore",
+            ),
+            "peak": ("bf16_flop_per_s", "int8_op_per_s"),
+            "interconnect": ("ici_bytes_per_s_per_link", "host_bytes_per_s", "allreduce_bus_bytes_per_s"),
+            "schedule": ("launch_overhead_s", "collective_latency_s"),
+            "host": ("flop_per_s",),
+        },
+        optional={"fitted": ("gemm_efficiency", "hbm_efficiency")},
+        levels={
+            "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
+            "vmem": ("bytes", "bytes_per_s", "buffer_fraction"),
+        },
+        pipeline=(
+            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; XLA folds converts into the dot
+            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+            partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+            partial(
+                fuse_attention, stack="Pallas flash attention"
+            ),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
+            shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+            pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+            place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays
+        ),
+        group_cost=tpu_group_cost,
+        ceilings=tpu_ceilings,
+        peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
+        off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
+        tiling=tpu_tiling,
+    )
+)

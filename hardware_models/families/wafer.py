@@ -26,30 +26,37 @@ from hardware_models.target import Target
 
 
 def wafer_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
-    return ({"wafer fp16": target["peak.fp16_flop_per_s"] * target["fitted.compute_efficiency"]},
-            {"SRAM": target.main_memory_bytes_per_s, "fabric": target["interconnect.fabric_bytes_per_s"]})
+    return (
+        {"wafer fp16": target["peak.fp16_flop_per_s"] * target["fitted.compute_efficiency"]},
+        {"SRAM": target.main_memory_bytes_per_s, "fabric": target["interconnect.fabric_bytes_per_s"]},
+    )
 
 
-WAFER = register(Family(
-    name="wafer", vendor="Cerebras", noun="wafer-scale engine", representative="wse-3",
-    schema={
-        "chip": ("pes",),
-        "peak": ("fp16_flop_per_s",),
-        "interconnect": ("fabric_bytes_per_s", "system_io_bytes_per_s", "host_bytes_per_s"),
-        "schedule": ("region_latency_s", "wafer_hop_latency_s"),
-        "fitted": ("compute_efficiency",),
-        "host": ("flop_per_s",),
-    },
-    levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-        assign_groups,
-        partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
-        place_layers,  # after fusion because each kernel gets one region of the wafer
-    ),
-    group_cost=wafer_group_cost,
-    ceilings=wafer_ceilings,
-    peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
-    off_chip=lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
-    chip_unit="wafer",
-))
+WAFER = register(
+    Family(
+        name="wafer",
+        vendor="Cerebras",
+        noun="wafer-scale engine",
+        representative="wse-3",
+        schema={
+            "chip": ("pes",),
+            "peak": ("fp16_flop_per_s",),
+            "interconnect": ("fabric_bytes_per_s", "system_io_bytes_per_s", "host_bytes_per_s"),
+            "schedule": ("region_latency_s", "wafer_hop_latency_s"),
+            "fitted": ("compute_efficiency",),
+            "host": ("flop_per_s",),
+        },
+        levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
+        pipeline=(
+            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+            assign_groups,
+            partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
+            place_layers,  # after fusion because each kernel gets one region of the wafer
+        ),
+        group_cost=wafer_group_cost,
+        ceilings=wafer_ceilings,
+        peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
+        off_chip=lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
+        chip_unit="wafer",
+    )
+)

@@ -51,7 +51,9 @@ def sram_slots(plan: Plan, freed_at=max) -> tuple[dict[str, SramSlot], int]:
         timeline = plan.timeline(g.instance)
         ends[timeline] = max(ends.get(timeline, 0), slot.finish)
         for value in group_outputs(plan, graph, g):
-            requests.setdefault(timeline, []).append((slot.start, len(requests.get(timeline, ())), value, graph.nbytes(value)))
+            requests.setdefault(timeline, []).append(
+                (slot.start, len(requests.get(timeline, ())), value, graph.nbytes(value))
+            )
     sram: dict[str, SramSlot] = {}
     peak = 0
     for timeline, wanted in requests.items():
@@ -81,7 +83,13 @@ def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
     p = plan.partition
     arguments = p.needed_bytes // max(1, p.chips) if p else 0
     usable = target.usable_main_memory_bytes
-    note = (f"SRAM: at most {format_bytes(peak)} of computed values live at once, beside {format_bytes(arguments)} of "
-            f"arguments, of {format_bytes(usable)} usable a chip"
-            + ("; together more than a chip holds (the chip count is sized by the arguments alone)" if peak + arguments > usable else ""))
+    note = (
+        f"SRAM: at most {format_bytes(peak)} of computed values live at once, beside {format_bytes(arguments)} of "
+        f"arguments, of {format_bytes(usable)} usable a chip"
+        + (
+            "; together more than a chip holds (the chip count is sized by the arguments alone)"
+            if peak + arguments > usable
+            else ""
+        )
+    )
     return plan.with_(sram=sram, notes=plan.notes + (note,))

@@ -41,7 +41,11 @@ def assign_groups(module: Module, plan: Plan, target: Target, fold_iota: bool = 
         else:
             kind = "fusion"
         groups.append(Group(len(groups), kind, (p.index,), p.instance, p.repeats))
-    notes = tuple(f"{name} is not supported on {target.name}: it falls back to the host" for name in sorted(set(fallbacks)))
+    notes = tuple(
+        f"{name} is not supported on {target.name}: it falls back to the host" for name in sorted(set(fallbacks))
+    )
     if empty:
-        notes += (f"{len(empty)} ops on empty tensors (an extent of 0: {', '.join(sorted(set(empty)))}) do no work and form no kernel",)
+        notes += (
+            f"{len(empty)} ops on empty tensors (an extent of 0: {', '.join(sorted(set(empty)))}) do no work and form no kernel",
+        )
     return plan.with_(groups=tuple(groups), notes=plan.notes + notes)

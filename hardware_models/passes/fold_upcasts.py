@@ -70,7 +70,11 @@ def _trace(ops: tuple[PlannedOp, ...], graph: ValueGraph, consumer: PlannedOp, p
         if op.op.short_name == "convert":
             narrow, wide = op.op.operand_types[0].dtype, op.op.result_types[0].dtype
             return (op, chain, narrow) if widens_exactly(narrow, wide) else None
-        if op.op.short_name not in THROUGH or len(op.operands) != 1 or readers != [chain[-1].index if chain else consumer.index]:
+        if (
+            op.op.short_name not in THROUGH
+            or len(op.operands) != 1
+            or readers != [chain[-1].index if chain else consumer.index]
+        ):
             return None
         chain.append(op)
         value = op.operands[0]
@@ -101,13 +105,23 @@ def fold_upcasts(module: Module, plan: Plan, target: Target) -> Plan:
             # the op that read the convert's result now reads its operand; the views between carry N
             first = chain[-1] if chain else p
             for view in chain:
-                ops[view.index] = replace(view, op=replace(
-                    ops[view.index].op, operand_types=tuple(_retype(t, dtype) for t in ops[view.index].op.operand_types),
-                    result_types=tuple(_retype(t, dtype) for t in ops[view.index].op.result_types)))
+                ops[view.index] = replace(
+                    view,
+                    op=replace(
+                        ops[view.index].op,
+                        operand_types=tuple(_retype(t, dtype) for t in ops[view.index].op.operand_types),
+                        result_types=tuple(_retype(t, dtype) for t in ops[view.index].op.result_types),
+                    ),
+                )
             target_op = ops[first.index].op if first is not p else None
             if target_op is not None:
-                ops[first.index] = replace(ops[first.index], op=replace(
-                    target_op, operands=tuple(source if v == convert.op.results[0] else v for v in target_op.operands)))
+                ops[first.index] = replace(
+                    ops[first.index],
+                    op=replace(
+                        target_op,
+                        operands=tuple(source if v == convert.op.results[0] else v for v in target_op.operands),
+                    ),
+                )
             else:
                 p_operands = list(p.op.operands)
                 p_operands[i] = source
@@ -120,8 +134,16 @@ def fold_upcasts(module: Module, plan: Plan, target: Target) -> Plan:
                 ops[convert.index] = replace(convert, op=replace(convert.op, name="landscape.folded_convert"))
             narrow_bytes = TensorType(wide.shape, dtype).nbytes
             moved = wide.nbytes - narrow_bytes + (narrow_bytes + wide.nbytes if removed else 0)
-            folds.append(Fold(p.op.short_name, p.op.origin.source or p.op.origin.scope or p.instance,
-                              dtype, wide.dtype, moved, removed))
+            folds.append(
+                Fold(
+                    p.op.short_name,
+                    p.op.origin.source or p.op.origin.scope or p.instance,
+                    dtype,
+                    wide.dtype,
+                    moved,
+                    removed,
+                )
+            )
         ops[p.index] = replace(p, op=replace(p.op, operand_types=tuple(operand_types)))
     if not folds:
         return plan

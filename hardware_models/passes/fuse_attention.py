@@ -150,15 +150,23 @@ class _Matcher:
                 sides.append(root)
             inside |= self.output_chain(d2, inside)
             v_type = self.graph.types[self.graph.root(v_root)]
-            k_root = next((r for r in reversed(sides) if self.graph.types[self.graph.root(r)].shape == v_type.shape), sides[-1])
+            k_root = next(
+                (r for r in reversed(sides) if self.graph.types[self.graph.root(r)].shape == v_type.shape), sides[-1]
+            )
             head_dim = gemm_shape(self.plan.ops[d1].op, "").k
             rows = self.plan.ops[d1].op.result_types[0].elements // max(kv_len, 1)
             kv_total = max(1, v_type.elements // max(kv_len * head_dim, 1))
             batch = v_type.shape[0] if v_type.shape else 1
             per_sequence = kv_total // batch if batch and kv_total % batch == 0 else kv_total
-            facts = dict(query_rows=rows, kv_heads=kv_total, kv_heads_per_sequence=per_sequence, kv_len=kv_len,
-                         head_dim=head_dim, dtype=self.plan.runs_as(v_type.dtype),
-                         kv=(self.graph.root(k_root), self.graph.root(v_root)))
+            facts = dict(
+                query_rows=rows,
+                kv_heads=kv_total,
+                kv_heads_per_sequence=per_sequence,
+                kv_len=kv_len,
+                head_dim=head_dim,
+                dtype=self.plan.runs_as(v_type.dtype),
+                kv=(self.graph.root(k_root), self.graph.root(v_root)),
+            )
             return {i for i in inside if i in self.grouped}, facts
         return None
 
@@ -200,8 +208,10 @@ def fuse_attention(module: Module, plan: Plan, target: Target, stack: str = "Fla
         groups.append(Group(position, g.kind, g.members, g.instance, g.repeats, g.label))
         if facts is not None:
             shapes[position] = AttentionShape(stack=stack, **facts)
-    note = (f"{plural(len(kernels), 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
-            f"and writes O in main memory")
+    note = (
+        f"{plural(len(kernels), 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
+        f"and writes O in main memory"
+    )
     return plan.with_(groups=tuple(groups), attention=shapes, notes=plan.notes + (note,))
 
 
@@ -220,7 +230,9 @@ def attention_placement(plan: Plan, graph: ValueGraph, group: Group, main: str, 
     chips = p.tensor_parallel if p and p.mode == "tensor parallel" else 1
     inputs = [v for v in group_inputs(plan, graph, group) if v not in graph.splat]  # a splat constant is an immediate
     kv = sum(ceil_div(read_bytes(plan, graph, group, v), shape.shards) for v in inputs if v in shape.kv)
-    rest = sum(read_bytes(plan, graph, group, v) for v in inputs if v not in shape.kv) + sum(graph.nbytes(v) for v in group_outputs(plan, graph, group))
+    rest = sum(read_bytes(plan, graph, group, v) for v in inputs if v not in shape.kv) + sum(
+        graph.nbytes(v) for v in group_outputs(plan, graph, group)
+    )
     hbm = kv + ceil_div(rest, chips)
     on_chip = hbm if keeps else hbm + ceil_div(2 * 4 * shape.score_elements, chips)
     return Placement(((main, hbm), (cache, on_chip)))

@@ -62,7 +62,7 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
     graph = plan.value_graph()
     owner: dict[int, int] = {}  # op index -> merged group position
     readers: dict[str, int] = {}  # an argument -> the first merged group that reads it
-    merged: list[dict] = []     # {"kind", "members", "instance", "repeats", "reductions", "deps"}
+    merged: list[dict] = []  # {"kind", "members", "instance", "repeats", "reductions", "deps"}
 
     def reaches(start: int, goal: int) -> bool:
         stack, seen = [start], set()
@@ -78,8 +78,11 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
     for group in plan.groups:
         (index,) = group.members  # assign_groups makes one op per group
         op = plan.ops[index].op
-        roots = [graph.root(v) for v in plan.ops[index].operands
-                 if graph.root(v) not in graph.producer and graph.root(v) not in graph.splat]
+        roots = [
+            graph.root(v)
+            for v in plan.ops[index].operands
+            if graph.root(v) not in graph.producer and graph.root(v) not in graph.splat
+        ]
         producers = {
             owner[graph.producer[graph.root(v)]]
             for v in plan.ops[index].operands
@@ -91,15 +94,19 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
             target_group = max((readers[r] for r in roots if r in readers), default=None)
         if target_group is not None and group.kind == "fusion":
             host = merged[target_group]
-            legal = (
-                host["kind"] == "fusion"
-                or (host["kind"] == "contraction" and rules.epilogue_into_contraction and not is_reduction)
+            legal = host["kind"] == "fusion" or (
+                host["kind"] == "contraction" and rules.epilogue_into_contraction and not is_reduction
             )
             legal = legal and not (is_reduction and host["reductions"] >= rules.max_reductions)
-            legal = legal and (rules.fuse_after_reduction or not any(
-                owner.get(graph.producer.get(graph.root(v))) == target_group
-                and category(producer := plan.ops[graph.producer[graph.root(v)]].op) == "reduction"
-                and not trivial_reduction(producer) for v in plan.ops[index].operands))
+            legal = legal and (
+                rules.fuse_after_reduction
+                or not any(
+                    owner.get(graph.producer.get(graph.root(v))) == target_group
+                    and category(producer := plan.ops[graph.producer[graph.root(v)]].op) == "reduction"
+                    and not trivial_reduction(producer)
+                    for v in plan.ops[index].operands
+                )
+            )
             legal = legal and not any(reaches(p, target_group) for p in producers - {target_group})
             if legal:
                 host["members"].append(index)
@@ -112,7 +119,15 @@ def fuse_elementwise(module: Module, plan: Plan, target: Target, rules: FusionRu
         owner[index] = len(merged)
         for r in roots:
             readers.setdefault(r, len(merged))
-        merged.append({"kind": group.kind, "members": [index], "instance": group.instance, "repeats": group.repeats,
-                       "reductions": int(is_reduction), "deps": set(producers)})
+        merged.append(
+            {
+                "kind": group.kind,
+                "members": [index],
+                "instance": group.instance,
+                "repeats": group.repeats,
+                "reductions": int(is_reduction),
+                "deps": set(producers),
+            }
+        )
     groups = tuple(Group(i, g["kind"], tuple(g["members"]), g["instance"], g["repeats"]) for i, g in enumerate(merged))
     return plan if len(groups) == len(plan.groups) else plan.with_(groups=groups)

@@ -32,5 +32,3 @@ def pad_to_tiles(module: Module, plan: Plan, target: Target) -> Plan:
         shape = replace(shape, n=ceil_div(shape.n, shard_factor(plan, group)))  # this chip's columns
         tilings[group.id] = rule(shape, target, op.result_types[0].nbytes)
     return plan.with_(tilings=tilings) if tilings else plan
-
-

@@ -36,16 +36,24 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     chips = max(ceil_div(needed, whole), tensor_parallel)
     if plan.requested_chips is not None:
         if plan.requested_chips < chips:
-            raise InvalidShape(target.name, "chips", plan.requested_chips, f"the arguments need {format_bytes(needed)} of SRAM: at least {chips} chips")
+            raise InvalidShape(
+                target.name,
+                "chips",
+                plan.requested_chips,
+                f"the arguments need {format_bytes(needed)} of SRAM: at least {chips} chips",
+            )
         stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
         widths = weight_matmul_widths(module, plan)  # attention's dots are not split by columns
         per_layer = max(tensor_parallel, min(widths, default=1))
         most = max(chips, per_layer * stages)
         if plan.requested_chips > most:
-            raise InvalidShape(target.name, "chips", plan.requested_chips,
-                               f"at most {most}: {per_layer} per layer (one output column of the narrowest weight matrix "
-                               f"each) x {stages} pipeline stages (one " + ("layer" if footprint.regional else "kernel")
-                               + " each)")
+            raise InvalidShape(
+                target.name,
+                "chips",
+                plan.requested_chips,
+                f"at most {most}: {per_layer} per layer (one output column of the narrowest weight matrix "
+                f"each) x {stages} pipeline stages (one " + ("layer" if footprint.regional else "kernel") + " each)",
+            )
         chips = plan.requested_chips
     partition = Partition(chips, tensor_parallel, needed, whole, footprint.hidden_bytes, footprint.layers)
     if chips == 1:
@@ -57,6 +65,8 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
     if tensor_parallel > 1:
         all_reduces = 2 * footprint.layers if footprint.regional else 1
         transfers.append(Group(next_id + len(transfers), "transfer", (), "main", all_reduces, "all-reduce"))
-    note = (f"{format_bytes(needed)} of weights and inputs over {format_bytes(usable)} of usable SRAM per chip: "
-            f"{plural(chips, 'chip')}, {tensor_parallel} per layer, {plural(partition.stages, 'pipeline stage')}")
+    note = (
+        f"{format_bytes(needed)} of weights and inputs over {format_bytes(usable)} of usable SRAM per chip: "
+        f"{plural(chips, 'chip')}, {tensor_parallel} per layer, {plural(partition.stages, 'pipeline stage')}"
+    )
     return plan.with_(groups=plan.groups + tuple(transfers), partition=partition, notes=plan.notes + (note,))

@@ -60,8 +60,12 @@ def place_buffers(module: Module, plan: Plan, target: Target) -> Plan:
         outputs = group_outputs(plan, graph, group)
         out_bytes = sum(graph.nbytes(v) for v in outputs)
         resident = tuple(
-            v for v in inputs
-            if keeps and group.kind != "fallback" and produced_by.get(v) == group.id - 1 and graph.nbytes(v) <= resident_limit
+            v
+            for v in inputs
+            if keeps
+            and group.kind != "fallback"
+            and produced_by.get(v) == group.id - 1
+            and graph.nbytes(v) <= resident_limit
         )
         in_bytes = {v: read_bytes(plan, graph, group, v) for v in inputs}  # a slice or gather reads its part
         shards = shard_factor(plan, group)  # tensor parallel: this chip's weight columns and output

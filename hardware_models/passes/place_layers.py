@@ -112,14 +112,23 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     n = plan.requested_chips  # --chips: the user's wafer count
     if n is not None:
         if 1 < n < wafers:
-            raise InvalidShape(target.name, "chips", n, f"the arguments need {wafers} wafers split, or 1 with weights streamed")
+            raise InvalidShape(
+                target.name, "chips", n, f"the arguments need {wafers} wafers split, or 1 with weights streamed"
+            )
         if n > split_most:
-            raise InvalidShape(target.name, "chips", n,
-                               f"at most {split_most}: each layer split over wafers gives a wafer one column of its narrowest "
-                               "weight matrix at the least")
+            raise InvalidShape(
+                target.name,
+                "chips",
+                n,
+                f"at most {split_most}: each layer split over wafers gives a wafer one column of its narrowest "
+                "weight matrix at the least",
+            )
     unit = "layer" if footprint.regional else "kernel"
-    no_pipeline = (f"one {unit}'s weights ({format_bytes(largest)}) exceed a wafer" if largest > whole
-                   else f"more wafers than {unit}s ({pipeline_most})")
+    no_pipeline = (
+        f"one {unit}'s weights ({format_bytes(largest)}) exceed a wafer"
+        if largest > whole
+        else f"more wafers than {unit}s ({pipeline_most})"
+    )
     streamable = wafers > 1 and n in (None, 1)
     if n is not None and n > 1:
         wafers = n
@@ -130,7 +139,9 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
         choices["layer split"] = layer_split_s(wafers)
     if streamable:
         choices["streamed"] = stream_s
-    strategy = min(choices, key=choices.get) if choices else "resident"  # the first of equals: pipeline, layer split, streamed
+    strategy = (
+        min(choices, key=choices.get) if choices else "resident"
+    )  # the first of equals: pipeline, layer split, streamed
     streaming = strategy == "streamed"
     if strategy == "resident":
         mode = "resident on one wafer"
@@ -147,8 +158,14 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     work = {g.id: group_work(plan, module, g) for g in plan.groups}
     rate = target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"]
     sent = {g.id: sum(graph.nbytes(v) for v in group_outputs(plan, graph, g)) for g in plan.groups}
-    demand = {g.id: max(work[g.id].flops / rate, work[g.id].bytes / target.level_value(sram, "bytes_per_s"),
-                        sent[g.id] / target["interconnect.fabric_bytes_per_s"]) for g in plan.groups}
+    demand = {
+        g.id: max(
+            work[g.id].flops / rate,
+            work[g.id].bytes / target.level_value(sram, "bytes_per_s"),
+            sent[g.id] / target["interconnect.fabric_bytes_per_s"],
+        )
+        for g in plan.groups
+    }
     total_demand = sum(demand[g.id] * g.repeats for g in plan.groups) or 1
     holding = {g.id: 0 if streaming else math.ceil(weights_of[g.id] / sram_per_pe) for g in plan.groups}
     left = max(0, pes - sum(holding[g.id] * g.repeats for g in plan.groups))
@@ -173,18 +190,37 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     if rows > 1:  # the rows of a pass may flow through the regions as a pipeline (cost/wafer.py)
         groups += (Group(len(groups), "transfer", (), "main", 1, "row pipeline"),)
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
-    notes = (f"weights {mode}: {format_bytes(needed)} against {format_bytes(capacity)} of usable SRAM a wafer"
-             + ("; a pass costs " + ", ".join(f"{format_seconds(t)} {STRATEGY_WORDS[k]}" for k, t in choices.items())
-                + f" (chosen: {STRATEGY_WORDS[strategy]})" if len(choices) > 1 else "")
-             + (f"; no pipeline: {no_pipeline}" if wafers > 1 and n != 1 and "pipeline" not in choices else ""),
-             f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work")
+    notes = (
+        f"weights {mode}: {format_bytes(needed)} against {format_bytes(capacity)} of usable SRAM a wafer"
+        + (
+            "; a pass costs "
+            + ", ".join(f"{format_seconds(t)} {STRATEGY_WORDS[k]}" for k, t in choices.items())
+            + f" (chosen: {STRATEGY_WORDS[strategy]})"
+            if len(choices) > 1
+            else ""
+        )
+        + (f"; no pipeline: {no_pipeline}" if wafers > 1 and n != 1 and "pipeline" not in choices else ""),
+        f"{holding_share:.1%} of the PEs are sized by the weights they hold, the rest by work",
+    )
     chunks = 1
     if rows > 1:
-        chunks, candidates = choose_chunks(module, plan.with_(groups=groups, regions=regions, placements=placements,
-                                                              partition=Partition(used, 1, needed, whole, hidden, layers, mode)),
-                                           target, rows)
-        notes += (f"{rows:,} token rows stream through the regions in {plural(chunks, 'chunk')} of "
-                  f"{plural(ceil_div(rows, chunks), 'row')} as a pipeline (chosen by cost of {candidates}: a chunk reads each "
-                  f"region's weights once, so fewer chunks reuse them and more overlap the regions)",)
+        chunks, candidates = choose_chunks(
+            module,
+            plan.with_(
+                groups=groups,
+                regions=regions,
+                placements=placements,
+                partition=Partition(used, 1, needed, whole, hidden, layers, mode),
+            ),
+            target,
+            rows,
+        )
+        notes += (
+            f"{rows:,} token rows stream through the regions in {plural(chunks, 'chunk')} of "
+            f"{plural(ceil_div(rows, chunks), 'row')} as a pipeline (chosen by cost of {candidates}: a chunk reads each "
+            f"region's weights once, so fewer chunks reuse them and more overlap the regions)",
+        )
     partition = Partition(used, 1, needed, whole, hidden, layers, mode, chunks)
-    return plan.with_(groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes)
+    return plan.with_(
+        groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes
+    )

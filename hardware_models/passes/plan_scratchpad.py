@@ -78,8 +78,12 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
         restickified = 2 * restick.get(g.id, 0)
         lpddr5 = read + write + restickified
         if g.kind == "fallback":  # to the host over PCIe and back, through LPDDR5
-            placements[g.id] = Placement((("host", sum(padded.values())), (target.main_memory_level, lpddr5)), resident, ())
+            placements[g.id] = Placement(
+                (("host", sum(padded.values())), (target.main_memory_level, lpddr5)), resident, ()
+            )
             continue
         split = (("read", read), ("write", write), ("spilled", spilled), ("restickify", restickified))
-        placements[g.id] = Placement(((target.main_memory_level, lpddr5), (lx.name, sum(padded.values()))), resident, split)
+        placements[g.id] = Placement(
+            ((target.main_memory_level, lpddr5), (lx.name, sum(padded.values()))), resident, split
+        )
     return plan.with_(placements=placements)

@@ -33,7 +33,9 @@ def _function(fn: Function, element: str, quantized_args: set[str]) -> tuple[Fun
     bound: dict[str, set[int]] = {}
     ops = []
     for op in fn.ops:
-        operand_types = tuple(_narrow(t, element) if v in narrowed else t for v, t in zip(op.operands, op.operand_types))
+        operand_types = tuple(
+            _narrow(t, element) if v in narrowed else t for v, t in zip(op.operands, op.operand_types)
+        )
         result_types = op.result_types
         kind = category(op)
         if kind == "contraction":

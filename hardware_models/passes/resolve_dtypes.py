@@ -49,10 +49,13 @@ class StrictDtype(UnsupportedDtype):
         self.entry, self.dtype, self.valid = f"target {target.name}", dtype, tuple(valid)
         emulated = dict(target.emulated_dtypes)
         runs = ", ".join(target.native_dtypes) + (
-            "; " + ", ".join(f"{a} as {b}" for a, b in emulated.items()) if emulated else "")
+            "; " + ", ".join(f"{a} as {b}" for a, b in emulated.items()) if emulated else ""
+        )
         LandscapeError.__init__(
-            self, f"target {target.name} has no {dtype} ({where}; it runs {runs}); without --strict-dtypes "
-                  f"it is costed as {instead}: drop --strict-dtypes, or lower the program without {dtype}")
+            self,
+            f"target {target.name} has no {dtype} ({where}; it runs {runs}); without --strict-dtypes "
+            f"it is costed as {instead}: drop --strict-dtypes, or lower the program without {dtype}",
+        )
 
 
 def emulation(dtype: str, target: Target) -> tuple[str, int, str] | None:
@@ -61,8 +64,11 @@ def emulation(dtype: str, target: Target) -> tuple[str, int, str] | None:
     if dtype not in WIDE:
         return None
     if "f32" in target.native_dtypes:
-        return (dtype, DOUBLE_F32_OPS, f"double-f32 (pairs of f32: 8 bytes an element, {DOUBLE_F32_OPS} f32 operations "
-                                       "an operation, assumed)")
+        return (
+            dtype,
+            DOUBLE_F32_OPS,
+            f"double-f32 (pairs of f32: 8 bytes an element, {DOUBLE_F32_OPS} f32 operations an operation, assumed)",
+        )
     f32 = dict(target.emulated_dtypes).get("f32")
     if f32 is not None:
         return (f32, 1, f"{f32}, as f32 runs there (the chip has no f32 to pair)")
@@ -98,8 +104,14 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
         try:
             runs_as = target.runs_as(dtype)
         except UnsupportedDtype as err:
-            users = [p for p in plan.ops if any(t.dtype == dtype and t.elements > 1 for t in (*p.op.result_types, *p.op.operand_types))]
-            users = [p for p in users if p.op.short_name != "constant"] or users  # constants are folded into their readers
+            users = [
+                p
+                for p in plan.ops
+                if any(t.dtype == dtype and t.elements > 1 for t in (*p.op.result_types, *p.op.operand_types))
+            ]
+            users = [
+                p for p in users if p.op.short_name != "constant"
+            ] or users  # constants are folded into their readers
             how = emulation(dtype, target)
             if how is None or plan.strict_dtypes:
                 first = users[0]
@@ -110,8 +122,10 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
             runs_as, factor, described = how
             if factor != 1:
                 factors.append((dtype, factor))
-            notes.append(f"{target.name} has no {dtype}: {len(users)} {dtype} ops ({_sites(users)}) run as {described}; "
-                         f"--strict-dtypes refuses them instead")
+            notes.append(
+                f"{target.name} has no {dtype}: {len(users)} {dtype} ops ({_sites(users)}) run as {described}; "
+                f"--strict-dtypes refuses them instead"
+            )
             noted = True
         if runs_as != dtype:
             runs.append((dtype, runs_as))
@@ -121,7 +135,9 @@ def resolve_dtypes(module: Module, plan: Plan, target: Target) -> Plan:
         try:
             target.runs_as(dtype)
         except UnsupportedDtype:
-            notes.append(f"{dtype} scalars (not tensors) appear; {target.name} has no {dtype}: they are folded or run on the host")
+            notes.append(
+                f"{dtype} scalars (not tensors) appear; {target.name} has no {dtype}: they are folded or run on the host"
+            )
     if not (notes or runs or factors):
         return plan
     return plan.with_(notes=plan.notes + tuple(notes), dtypes=tuple(runs), flop_factors=tuple(factors))

@@ -26,9 +26,25 @@ from hardware_models.plan import Plan, Slot, gemm_shape, group_work, round_up
 from hardware_models.target import Target
 from reference.ir import Module, category
 
-UNITS = {"contraction": "MXM", "elementwise": "VXM", "transcendental": "VXM", "reduction": "VXM", "data_movement": "SXM"}
+UNITS = {
+    "contraction": "MXM",
+    "elementwise": "VXM",
+    "transcendental": "VXM",
+    "reduction": "VXM",
+    "data_movement": "SXM",
+}
 # Data movement that is addressing, done by the memory slices as they stream, not by the switch.
-MEMORY_OPS = {"slice", "concatenate", "pad", "gather", "scatter", "dynamic_slice", "dynamic_update_slice", "iota", "dynamic_iota"}
+MEMORY_OPS = {
+    "slice",
+    "concatenate",
+    "pad",
+    "gather",
+    "scatter",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "iota",
+    "dynamic_iota",
+}
 CHAINED = {"elementwise", "transcendental", "data_movement"}
 
 
@@ -58,7 +74,9 @@ def op_cycles(plan: Plan, module: Module, group, target: Target) -> tuple[str, i
         tp = plan.partition.tensor_parallel if plan.partition else 1
         busy = math.ceil(padded_macs / tp / mxm_macs_per_cycle(target, shape.dtype))
         return unit, busy, feed, 2 * padded_macs
-    elements = op.operand_types[0].elements if kind == "reduction" else (op.result_types[0].elements if op.result_types else 0)
+    elements = (
+        op.operand_types[0].elements if kind == "reduction" else (op.result_types[0].elements if op.result_types else 0)
+    )
     if unit == "VXM":
         busy = math.ceil(max(elements, flops + transcendentals) / target["chip.vector_alus"])
     else:

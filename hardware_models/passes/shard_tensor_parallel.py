@@ -80,30 +80,53 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     least = max(1, ceil_div(needed, whole))
     default = fewest_chips(needed, cache, kv_heads, whole)  # a replicated cache may need more than the bytes say
     if default is None:
-        raise InvalidShape(target.name, "KV cache", format_bytes(cache),
-                           f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
-                           f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences")
+        raise InvalidShape(
+            target.name,
+            "KV cache",
+            format_bytes(cache),
+            f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
+            f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences",
+        )
     chips = plan.requested_chips or default
     holds = per_chip_bytes(needed, cache, kv_heads, chips)
     if chips < least or holds > whole:
-        raise InvalidShape(target.name, "chips", chips, f"the arguments need {format_bytes(needed)}"
-                           + (f" ({format_bytes(holds)} a chip with the KV cache split by its {kv_heads} KV heads)" if kv_heads else "")
-                           + f": at least {default} chips of {format_bytes(usable)} usable")
+        raise InvalidShape(
+            target.name,
+            "chips",
+            chips,
+            f"the arguments need {format_bytes(needed)}"
+            + (
+                f" ({format_bytes(holds)} a chip with the KV cache split by its {kv_heads} KV heads)"
+                if kv_heads
+                else ""
+            )
+            + f": at least {default} chips of {format_bytes(usable)} usable",
+        )
     if plan.requested_chips:
         widths = weight_matmul_widths(module, plan)
         most = max(default, min(widths, default=1))
         if chips > most:
-            raise InvalidShape(target.name, "chips", chips, f"at most {most}: tensor parallelism splits every weight matrix's output "
-                               f"columns over the chips, and the narrowest has {min(widths)}" if widths else
-                               f"at most {most}: the program has no weight matmul for tensor parallelism to split")
+            raise InvalidShape(
+                target.name,
+                "chips",
+                chips,
+                f"at most {most}: tensor parallelism splits every weight matrix's output "
+                f"columns over the chips, and the narrowest has {min(widths)}"
+                if widths
+                else f"at most {most}: the program has no weight matmul for tensor parallelism to split",
+            )
     partition = Partition(chips, chips, needed, whole, hidden, layers, "tensor parallel" if chips > 1 else "")
     if chips == 1:
         return plan.with_(partition=partition)
     attention, kv_notes = shard_kv_heads(plan, chips)
     reduces = Group(len(plan.groups), "transfer", (), "main", 2 * layers if footprint.regional else 1, "all-reduce")
-    note = (f"{format_bytes(needed)} of arguments over {format_bytes(usable)} usable per chip: tensor parallel over "
-            f"{chips} chips, {reduces.repeats} all-reduces of {format_bytes(hidden)}")
-    return plan.with_(groups=plan.groups + (reduces,), partition=partition, attention=attention, notes=plan.notes + (note,) + kv_notes)
+    note = (
+        f"{format_bytes(needed)} of arguments over {format_bytes(usable)} usable per chip: tensor parallel over "
+        f"{chips} chips, {reduces.repeats} all-reduces of {format_bytes(hidden)}"
+    )
+    return plan.with_(
+        groups=plan.groups + (reduces,), partition=partition, attention=attention, notes=plan.notes + (note,) + kv_notes
+    )
 
 
 def shard_kv_heads(plan: Plan, chips: int) -> tuple[dict, tuple[str, ...]]:
@@ -117,8 +140,10 @@ def shard_kv_heads(plan: Plan, chips: int) -> tuple[dict, tuple[str, ...]]:
         kv = shape.kv_heads_per_sequence
         attention[gid] = replace(shape, shards=min(chips, kv))
         if kv < chips:
-            notes.add(f"KV cache replicated: {kv} KV heads over {chips} chips, each chip holds one KV head's keys and values "
-                      f"(each KV head on {ceil_div(chips, kv)} chips), 1/{kv} of the cache")
+            notes.add(
+                f"KV cache replicated: {kv} KV heads over {chips} chips, each chip holds one KV head's keys and values "
+                f"(each KV head on {ceil_div(chips, kv)} chips), 1/{kv} of the cache"
+            )
         else:
             notes.add(f"KV cache sharded by KV heads: {kv} KV heads over {chips} chips, {ceil_div(kv, chips)} per chip")
     return attention, tuple(sorted(notes))

@@ -18,5 +18,16 @@ from hardware_models.serving.requests import DISTRIBUTIONS, RequestSpec, read_tr
 from hardware_models.serving.simulate import EngineConfig, ServingResult, simulate
 from hardware_models.serving.workload import Workload
 
-__all__ = ["DISTRIBUTIONS", "SLO", "Deployment", "EngineConfig", "RequestSpec", "ServingResult", "Workload", "deploy",
-           "read_trace", "search", "simulate"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "SLO",
+    "Deployment",
+    "EngineConfig",
+    "RequestSpec",
+    "ServingResult",
+    "Workload",
+    "deploy",
+    "read_trace",
+    "search",
+    "simulate",
+]

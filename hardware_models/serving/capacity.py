@@ -60,8 +60,15 @@ class Trial:
     summary: dict
 
 
-def search(run: Callable[[float, int], dict], slo: SLO, *, mode: str, batch_caps: tuple[int, ...], start: float,
-           progress: Callable[[str], None] | None = None) -> tuple[Trial | None, list[Trial]]:
+def search(
+    run: Callable[[float, int], dict],
+    slo: SLO,
+    *,
+    mode: str,
+    batch_caps: tuple[int, ...],
+    start: float,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Trial | None, list[Trial]]:
     """The best trial (highest load that met the SLO; ties: the smaller cap) and every trial run.
 
     `run(load, max_batch)` simulates at that rate (mode "rate") or concurrency ("concurrency")

@@ -45,8 +45,8 @@ class Deployment:
     chips: int
     chip_unit: str
     weight_bytes: int
-    token_bytes: int        # one token's keys and values, all layers
-    cache_tokens: int       # the tokens the cache holds (the replica's)
+    token_bytes: int  # one token's keys and values, all layers
+    cache_tokens: int  # the tokens the cache holds (the replica's)
     engine: EngineConfig
     costs: StepCosts
     notes: tuple[str, ...] = ()
@@ -56,14 +56,33 @@ class Deployment:
         return self.cache_tokens // self.engine.block_tokens
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "target": self.target, "chips": self.chips, "chip_unit": self.chip_unit,
-                "weight_bytes": self.weight_bytes, "kv_bytes_per_token": self.token_bytes,
-                "cache_tokens": self.cache_tokens, "engine": self.engine.to_dict(), "notes": list(self.notes)}
+        return {
+            "model": self.model,
+            "target": self.target,
+            "chips": self.chips,
+            "chip_unit": self.chip_unit,
+            "weight_bytes": self.weight_bytes,
+            "kv_bytes_per_token": self.token_bytes,
+            "cache_tokens": self.cache_tokens,
+            "engine": self.engine.to_dict(),
+            "notes": list(self.notes),
+        }
 
 
-def deploy(lower: Lower, target: Target, *, model: str, weight_bytes: int, token_bytes: int, kv_heads: int,
-           max_positions: int, engine: EngineConfig, longest: int, prompts: tuple[int, ...] = (),
-           chips: int | None = None) -> Deployment:
+def deploy(
+    lower: Lower,
+    target: Target,
+    *,
+    model: str,
+    weight_bytes: int,
+    token_bytes: int,
+    kv_heads: int,
+    max_positions: int,
+    engine: EngineConfig,
+    longest: int,
+    prompts: tuple[int, ...] = (),
+    chips: int | None = None,
+) -> Deployment:
     """Chips, cache and step costs of one model on `target` (module doc).
 
     Args:
@@ -78,8 +97,10 @@ def deploy(lower: Lower, target: Target, *, model: str, weight_bytes: int, token
     usable = int(target.usable_main_memory_bytes)
     if target.level("main").on_chip:
         if engine.cache != "reserved" or engine.block_tokens != 1:
-            notes.append(f"{target.name} keeps the KV cache in SRAM, placed by the compiler before the program runs: "
-                         "each request's whole prompt + output is reserved at admission (no paging, no preemption)")
+            notes.append(
+                f"{target.name} keeps the KV cache in SRAM, placed by the compiler before the program runs: "
+                "each request's whole prompt + output is reserved at admission (no paging, no preemption)"
+            )
             engine = replace(engine, cache="reserved", block_tokens=1, preempt=False)
         if chips is None:
             probe = lower({"batch": engine.max_batch, "seq": min(longest, max_positions), "mode": "decode"})
@@ -89,18 +110,38 @@ def deploy(lower: Lower, target: Target, *, model: str, weight_bytes: int, token
         if chips is None:
             chips = fewest_chips(weight_bytes + token_bytes * longest, token_bytes * longest, kv_heads, max(1, usable))
             if chips is None:
-                raise InvalidShape(target.name, "KV cache", format_bytes(token_bytes * longest),
-                                   f"one KV head's share of the longest request's cache fills a {unit}; give shorter requests")
+                raise InvalidShape(
+                    target.name,
+                    "KV cache",
+                    format_bytes(token_bytes * longest),
+                    f"one KV head's share of the longest request's cache fills a {unit}; give shorter requests",
+                )
         top, bottom = kv_share(chips, kv_heads)
         room = usable - ceil_div(weight_bytes, chips)
         cache_tokens = room * bottom // (token_bytes * top) if room > 0 else 0
     least = longest if engine.cache == "reserved" else engine.block_tokens  # one request's whole length, or one block
     if cache_tokens < least:
-        raise InvalidShape(target.name, "chips", chips,
-                           f"the weights ({format_bytes(weight_bytes)}) leave room for {cache_tokens:,} tokens of cache on "
-                           f"{plural(chips, unit)}, less than one request of {longest:,}; give more --chips")
-    largest = engine.token_budget if engine.scheduler == "chunked" else max(engine.token_budget, max(prompts, default=1))
-    costs = build_step_costs(lower, target, chips=chips, largest_step=largest, max_batch=engine.max_batch,
-                             max_positions=max_positions, cache_tokens=cache_tokens, longest=longest,
-                             prompts=prompts if len(prompts) <= 4 else ())
-    return Deployment(model, target.name, chips, unit, weight_bytes, token_bytes, cache_tokens, engine, costs, tuple(notes))
+        raise InvalidShape(
+            target.name,
+            "chips",
+            chips,
+            f"the weights ({format_bytes(weight_bytes)}) leave room for {cache_tokens:,} tokens of cache on "
+            f"{plural(chips, unit)}, less than one request of {longest:,}; give more --chips",
+        )
+    largest = (
+        engine.token_budget if engine.scheduler == "chunked" else max(engine.token_budget, max(prompts, default=1))
+    )
+    costs = build_step_costs(
+        lower,
+        target,
+        chips=chips,
+        largest_step=largest,
+        max_batch=engine.max_batch,
+        max_positions=max_positions,
+        cache_tokens=cache_tokens,
+        longest=longest,
+        prompts=prompts if len(prompts) <= 4 else (),
+    )
+    return Deployment(
+        model, target.name, chips, unit, weight_bytes, token_bytes, cache_tokens, engine, costs, tuple(notes)
+    )

@@ -26,7 +26,7 @@ POLICIES = ("paged", "reserved")
 
 @dataclass
 class BlockPool:
-    capacity: int        # blocks
+    capacity: int  # blocks
     block_tokens: int
     used: int = 0
 

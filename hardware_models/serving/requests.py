@@ -78,7 +78,9 @@ def read_trace(path: str) -> list[RequestSpec]:
     """
     file = Path(path)
     if not file.is_file():
-        raise MalformedInput(f"--trace {path}: no such file" if not file.exists() else f"--trace {path}: not a regular file")
+        raise MalformedInput(
+            f"--trace {path}: no such file" if not file.exists() else f"--trace {path}: not a regular file"
+        )
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -100,8 +102,10 @@ def read_trace(path: str) -> list[RequestSpec]:
         reader = csv.DictReader(lines)
         missing = [c for c in TRACE_COLUMNS[1:] if c not in (reader.fieldnames or [])]
         if missing:
-            raise MalformedInput(f"{path}: the header lacks {', '.join(missing)}; columns: {', '.join(TRACE_COLUMNS)} "
-                                 "(arrival_s optional)")
+            raise MalformedInput(
+                f"{path}: the header lacks {', '.join(missing)}; columns: {', '.join(TRACE_COLUMNS)} "
+                "(arrival_s optional)"
+            )
         rows = [(number, row) for number, row in enumerate(reader, 2) if any((v or "").strip() for v in row.values())]
     if not rows:
         raise MalformedInput(f"{path}: no requests; give rows of {', '.join(TRACE_COLUMNS)}")
@@ -120,12 +124,21 @@ def read_trace(path: str) -> list[RequestSpec]:
             try:
                 arrival = float(row["arrival_s"])
             except (TypeError, ValueError):
-                raise MalformedInput(f"{where}: arrival_s must be a number of seconds >= 0, got {row['arrival_s']!r}") from None
+                raise MalformedInput(
+                    f"{where}: arrival_s must be a number of seconds >= 0, got {row['arrival_s']!r}"
+                ) from None
             if not (math.isfinite(arrival) and arrival >= 0):
                 raise MalformedInput(f"{where}: arrival_s must be a number of seconds >= 0, got {row['arrival_s']!r}")
             if arrival < last:
-                raise MalformedInput(f"{where}: arrival_s {arrival} is before the previous row's {last}; sort the trace by time")
+                raise MalformedInput(
+                    f"{where}: arrival_s {arrival} is before the previous row's {last}; sort the trace by time"
+                )
             last = arrival
-        specs.append(RequestSpec(_positive_int(row["input_len"], where, "input_len"),
-                                 _positive_int(row["output_len"], where, "output_len"), arrival))
+        specs.append(
+            RequestSpec(
+                _positive_int(row["input_len"], where, "input_len"),
+                _positive_int(row["output_len"], where, "output_len"),
+                arrival,
+            )
+        )
     return specs

@@ -31,13 +31,25 @@ SCHEDULERS = ("chunked", "prefill-first")
 class Request:
     """One request's state in a simulation."""
 
-    __slots__ = ("index", "input_len", "output_len", "arrival", "to_prefill", "cached", "generated", "blocks",
-                 "first_s", "last_s", "finish_s", "preempted")
+    __slots__ = (
+        "index",
+        "input_len",
+        "output_len",
+        "arrival",
+        "to_prefill",
+        "cached",
+        "generated",
+        "blocks",
+        "first_s",
+        "last_s",
+        "finish_s",
+        "preempted",
+    )
 
     def __init__(self, index: int, input_len: int, output_len: int, arrival: float):
         self.index, self.input_len, self.output_len, self.arrival = index, input_len, output_len, arrival
         self.to_prefill = input_len  # prompt tokens (and, after a preemption, made tokens) still to prefill
-        self.cached = 0              # tokens whose keys and values are in the cache
+        self.cached = 0  # tokens whose keys and values are in the cache
         self.generated = 0
         self.blocks = 0
         self.first_s = self.last_s = self.finish_s = -1.0
@@ -46,8 +58,8 @@ class Request:
 
 @dataclass
 class Step:
-    chunks: list = field(default_factory=list)    # (request, tokens)
-    decodes: list = field(default_factory=list)   # requests
+    chunks: list = field(default_factory=list)  # (request, tokens)
+    decodes: list = field(default_factory=list)  # requests
     preempted: int = 0
 
     @property
@@ -61,7 +73,7 @@ class Scheduler:
     token_budget: int
     max_batch: int
     pool: BlockPool
-    reserved: bool      # the reserved cache policy (kv_cache module doc)
+    reserved: bool  # the reserved cache policy (kv_cache module doc)
     preempt: bool = True
     running: list = field(default_factory=list)
     waiting: deque = field(default_factory=deque)

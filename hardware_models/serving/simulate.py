@@ -39,9 +39,9 @@ class EngineConfig:
 
     scheduler: str = "chunked"
     token_budget: int = 8192  # vLLM v1's max_num_batched_tokens on >= 70 GiB GPUs; TensorRT-LLM's max_num_tokens
-    max_batch: int = 256      # vLLM's max_num_seqs default
+    max_batch: int = 256  # vLLM's max_num_seqs default
     cache: str = "paged"
-    block_tokens: int = 16    # vLLM's default block size
+    block_tokens: int = 16  # vLLM's default block size
     preempt: bool = True
 
     def __post_init__(self):
@@ -55,8 +55,14 @@ class EngineConfig:
                 raise InvalidShape("serve", name.replace("_", "-"), value, "an integer >= 1")
 
     def to_dict(self) -> dict:
-        return {"scheduler": self.scheduler, "token_budget": self.token_budget, "max_batch": self.max_batch,
-                "cache": self.cache, "block_tokens": self.block_tokens, "preempt": self.preempt}
+        return {
+            "scheduler": self.scheduler,
+            "token_budget": self.token_budget,
+            "max_batch": self.max_batch,
+            "cache": self.cache,
+            "block_tokens": self.block_tokens,
+            "preempt": self.preempt,
+        }
 
 
 @dataclass
@@ -97,7 +103,7 @@ class ServingResult:
     """What one simulated run measured (to_dict: every field)."""
 
     summary: dict
-    requests: tuple        # per request: (arrival, input, output, ttft, tpot, e2e, preemptions)
+    requests: tuple  # per request: (arrival, input, output, ttft, tpot, e2e, preemptions)
     timeline: Timeline
 
     def to_dict(self, timeline_points: int = TIMELINE_POINTS) -> dict:
@@ -105,9 +111,17 @@ class ServingResult:
         return {**self.summary, "timeline": self.timeline.rows(every), "timeline_every": every}
 
 
-def simulate(specs: Sequence[RequestSpec], costs: StepCosts, engine: EngineConfig, *, cache_blocks: int,
-             concurrency: int | None = None, warmup: int = 0, stagger: bool = False,
-             progress: Callable[[int, int], None] | None = None) -> ServingResult:
+def simulate(
+    specs: Sequence[RequestSpec],
+    costs: StepCosts,
+    engine: EngineConfig,
+    *,
+    cache_blocks: int,
+    concurrency: int | None = None,
+    warmup: int = 0,
+    stagger: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> ServingResult:
     """Run the requests (module doc). Closed loop when `concurrency` is given (the specs' arrival
     times are ignored: the first `concurrency` arrive at 0, each later one when another ends),
     else at the specs' arrival times.
@@ -117,16 +131,27 @@ def simulate(specs: Sequence[RequestSpec], costs: StepCosts, engine: EngineConfi
             (reserved), so it could never run.
     """
     pool = BlockPool(cache_blocks, engine.block_tokens)
-    need = max((pool.blocks(s.input_len + (s.output_len if engine.cache == "reserved" else 0)) for s in specs), default=0)
+    need = max(
+        (pool.blocks(s.input_len + (s.output_len if engine.cache == "reserved" else 0)) for s in specs), default=0
+    )
     if need > cache_blocks:
-        raise InvalidShape("serve", "KV cache", f"{cache_blocks * engine.block_tokens:,} tokens",
-                           f"one request needs {need * engine.block_tokens:,}; give more --chips or shorter requests")
-    sched = Scheduler(engine.scheduler, engine.token_budget, engine.max_batch, pool, engine.cache == "reserved", engine.preempt)
+        raise InvalidShape(
+            "serve",
+            "KV cache",
+            f"{cache_blocks * engine.block_tokens:,} tokens",
+            f"one request needs {need * engine.block_tokens:,}; give more --chips or shorter requests",
+        )
+    sched = Scheduler(
+        engine.scheduler, engine.token_budget, engine.max_batch, pool, engine.cache == "reserved", engine.preempt
+    )
     total = len(specs)
     closed = concurrency is not None
     issued = min(concurrency, total) if closed else total
     gap = lifetime_s(specs[0], costs, concurrency) / concurrency if closed and stagger else 0.0
-    pending = [Request(i, s.input_len, s.output_len, i * gap if closed else float(s.arrival_s)) for i, s in enumerate(specs[:issued])]
+    pending = [
+        Request(i, s.input_len, s.output_len, i * gap if closed else float(s.arrival_s))
+        for i, s in enumerate(specs[:issued])
+    ]
     pending.reverse()  # a stack: the next arrival last
     done: list[Request] = []
     gaps: list[float] = []
@@ -176,7 +201,9 @@ def simulate(specs: Sequence[RequestSpec], costs: StepCosts, engine: EngineConfi
             sched.running = [r for r in sched.running if r.finish_s < 0]
             if progress:
                 progress(len(done), total)
-        timeline.add(now, len(sched.running), len(sched.waiting), step.tokens - len(step.decodes), len(step.decodes), pool.used)
+        timeline.add(
+            now, len(sched.running), len(sched.waiting), step.tokens - len(step.decodes), len(step.decodes), pool.used
+        )
     return _result(done, gaps, gap_owner, timeline, preemptions, warmup, costs, pool)
 
 
@@ -184,8 +211,9 @@ def lifetime_s(spec: RequestSpec, costs: StepCosts, in_flight: int) -> float:
     """A request's life among `in_flight` others at mid-output: its prefill alone, then its decode
     steps with every request in flight at input + output / 2 tokens."""
     context = spec.input_len + spec.output_len // 2
-    return (costs.step_s([(spec.input_len, 0)], 0, 0)
-            + (spec.output_len - 1) * costs.step_s([], in_flight, in_flight * context))
+    return costs.step_s([(spec.input_len, 0)], 0, 0) + (spec.output_len - 1) * costs.step_s(
+        [], in_flight, in_flight * context
+    )
 
 
 def _result(done, gaps, gap_owner, timeline, preemptions, warmup, costs, pool) -> ServingResult:
@@ -199,22 +227,45 @@ def _result(done, gaps, gap_owner, timeline, preemptions, warmup, costs, pool) -
     start, end = min(r.arrival for r in measured), max(r.finish_s for r in measured)
     span = max(end - start, 1e-12)
     tokens = sum(r.output_len for r in measured)
-    in_flight = sum(min(r.finish_s, end) - max(r.arrival, start) for r in done if r.finish_s > start and r.arrival < end)
+    in_flight = sum(
+        min(r.finish_s, end) - max(r.arrival, start) for r in done if r.finish_s > start and r.arrival < end
+    )
     times = np.asarray(timeline.end_s)
     durations = np.diff(np.concatenate(([0.0], times)))
     blocks = np.asarray(timeline.cache_blocks, dtype=float)
     busy = durations.sum() if len(durations) else 0.0
     summary = {
-        "requests": len(measured), "warmup": len(done) - len(measured), "duration_s": span,
-        "ttft_s": stats(ttft), "tpot_s": stats(tpot), "itl_s": stats(itl), "e2e_s": stats(e2e),
-        "output_tokens_per_s": tokens / span, "output_tokens_per_s_per_chip": tokens / span / costs.chips,
-        "requests_per_s": len(measured) / span, "mean_in_flight": in_flight / span,
-        "iterations": len(timeline.end_s), "preemptions": preemptions, "chips": costs.chips,
-        "kv_cache": {"blocks": pool.capacity, "block_tokens": pool.block_tokens,
-                     "peak_occupancy": float(blocks.max() / pool.capacity) if len(blocks) else 0.0,
-                     "mean_occupancy": float((blocks * durations).sum() / busy / pool.capacity) if busy else 0.0},
+        "requests": len(measured),
+        "warmup": len(done) - len(measured),
+        "duration_s": span,
+        "ttft_s": stats(ttft),
+        "tpot_s": stats(tpot),
+        "itl_s": stats(itl),
+        "e2e_s": stats(e2e),
+        "output_tokens_per_s": tokens / span,
+        "output_tokens_per_s_per_chip": tokens / span / costs.chips,
+        "requests_per_s": len(measured) / span,
+        "mean_in_flight": in_flight / span,
+        "iterations": len(timeline.end_s),
+        "preemptions": preemptions,
+        "chips": costs.chips,
+        "kv_cache": {
+            "blocks": pool.capacity,
+            "block_tokens": pool.block_tokens,
+            "peak_occupancy": float(blocks.max() / pool.capacity) if len(blocks) else 0.0,
+            "mean_occupancy": float((blocks * durations).sum() / busy / pool.capacity) if busy else 0.0,
+        },
     }
-    rows = tuple((r.arrival, r.input_len, r.output_len, r.first_s - r.arrival,
-                  (r.finish_s - r.first_s) / (r.output_len - 1) if r.output_len > 1 else math.nan,
-                  r.finish_s - r.arrival, r.preempted) for r in done)
+    rows = tuple(
+        (
+            r.arrival,
+            r.input_len,
+            r.output_len,
+            r.first_s - r.arrival,
+            (r.finish_s - r.first_s) / (r.output_len - 1) if r.output_len > 1 else math.nan,
+            r.finish_s - r.arrival,
+            r.preempted,
+        )
+        for r in done
+    )
     return ServingResult(summary, rows, timeline)

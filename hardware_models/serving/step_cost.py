@@ -81,8 +81,8 @@ def batch_grid(largest: int) -> tuple[int, ...]:
 class StepCosts:
     """The costed grid of one model on one target and chip count (see module doc)."""
 
-    dense: tuple[tuple[int, float], ...]                 # (tokens, seconds)
-    prefill_attention: tuple[tuple[int, float], ...]     # (chunk tokens, seconds)
+    dense: tuple[tuple[int, float], ...]  # (tokens, seconds)
+    prefill_attention: tuple[tuple[int, float], ...]  # (chunk tokens, seconds)
     decode_attention: tuple[tuple[int, float, float], ...]  # (requests D, a seconds, b seconds per cached token)
     chips: int
 
@@ -106,14 +106,19 @@ class StepCosts:
         tokens = decodes + sum(c for c, _ in chunks)
         if not tokens:
             return 0.0
-        return (self.dense_s(tokens) + sum(self.prefill_attention_s(c, k) for c, k in chunks)
-                + self.decode_attention_s(decodes, cached))
+        return (
+            self.dense_s(tokens)
+            + sum(self.prefill_attention_s(c, k) for c, k in chunks)
+            + self.decode_attention_s(decodes, cached)
+        )
 
     def to_dict(self) -> dict:
-        return {"chips": self.chips,
-                "dense": [{"tokens": n, "s": t} for n, t in self.dense],
-                "prefill_attention": [{"tokens": n, "s": t} for n, t in self.prefill_attention],
-                "decode_attention": [{"requests": d, "a_s": a, "b_s_per_token": b} for d, a, b in self.decode_attention]}
+        return {
+            "chips": self.chips,
+            "dense": [{"tokens": n, "s": t} for n, t in self.dense],
+            "prefill_attention": [{"tokens": n, "s": t} for n, t in self.prefill_attention],
+            "decode_attention": [{"requests": d, "a_s": a, "b_s_per_token": b} for d, a, b in self.decode_attention],
+        }
 
 
 def split_attention(module: Module, target: Target, chips: int | None) -> tuple[float, float, int]:
@@ -124,8 +129,18 @@ def split_attention(module: Module, target: Target, chips: int | None) -> tuple[
     return est.total.time_s - attention, attention, plan.partition.chips if plan.partition else 1
 
 
-def build_step_costs(lower: Lower, target: Target, *, chips: int | None, largest_step: int, max_batch: int,
-                     max_positions: int, cache_tokens: int, longest: int, prompts: Iterable[int] = ()) -> StepCosts:
+def build_step_costs(
+    lower: Lower,
+    target: Target,
+    *,
+    chips: int | None,
+    largest_step: int,
+    max_batch: int,
+    max_positions: int,
+    cache_tokens: int,
+    longest: int,
+    prompts: Iterable[int] = (),
+) -> StepCosts:
     """Cost the grid (module doc). `cache_tokens`: the tokens the cache holds in all; `longest`: the
     longest request (prompt + output); `prompts`: prompt lengths to cost exactly."""
     dense, prefill = [], []
@@ -145,7 +160,9 @@ def build_step_costs(lower: Lower, target: Target, *, chips: int | None, largest
         times = []
         for length in (low, high):
             try:
-                times.append(split_attention(lower({"batch": requests, "seq": length, "mode": "decode"}), target, chips)[1])
+                times.append(
+                    split_attention(lower({"batch": requests, "seq": length, "mode": "decode"}), target, chips)[1]
+                )
             except InvalidShape:
                 break
         if len(times) < 2:
@@ -153,6 +170,10 @@ def build_step_costs(lower: Lower, target: Target, *, chips: int | None, largest
         b = (times[1] - times[0]) / (requests * (high - low))
         decode.append((requests, times[0] - b * requests * low, b))
     if not decode:
-        raise InvalidShape(target.name, "KV cache", f"{cache_tokens} tokens",
-                           "too small to cost even one decoding request; give more --chips or shorter requests")
+        raise InvalidShape(
+            target.name,
+            "KV cache",
+            f"{cache_tokens} tokens",
+            "too small to cost even one decoding request; give more --chips or shorter requests",
+        )
     return StepCosts(tuple(dense), tuple(prefill), tuple(decode), chips or 1)

@@ -28,8 +28,12 @@ class Workload:
             raise InvalidShape("serve", "load", "--concurrency and --rate", "give one of --concurrency, --rate")
         timed = self.trace is not None and self.trace[0].arrival_s is not None
         if timed and (self.concurrency is not None or self.rate is not None):
-            raise InvalidShape("serve", "load", "--trace with arrival_s", "the trace's times are the arrivals; "
-                               "drop --concurrency/--rate, or give a trace without arrival_s")
+            raise InvalidShape(
+                "serve",
+                "load",
+                "--trace with arrival_s",
+                "the trace's times are the arrivals; drop --concurrency/--rate, or give a trace without arrival_s",
+            )
         if self.concurrency is not None and (not isinstance(self.concurrency, int) or self.concurrency < 1):
             raise InvalidShape("serve", "concurrency", self.concurrency, "an integer >= 1 (requests in flight)")
         if self.rate is not None and not (self.rate > 0 and self.rate < float("inf")):
@@ -40,7 +44,9 @@ class Workload:
     @property
     def closed(self) -> bool:
         """A closed loop: --concurrency given, or neither a rate nor a timed trace (then 1 in flight)."""
-        return self.concurrency is not None or (self.rate is None and (self.trace is None or self.trace[0].arrival_s is None))
+        return self.concurrency is not None or (
+            self.rate is None and (self.trace is None or self.trace[0].arrival_s is None)
+        )
 
     @property
     def in_flight(self) -> int | None:
@@ -61,5 +67,11 @@ class Workload:
 
     def at(self, *, rate: float | None = None, concurrency: int | None = None) -> Workload:
         """The same stream at another load."""
-        return replace(self, rate=rate, concurrency=concurrency, trace=self.trace if self.trace is None else
-                       tuple(RequestSpec(s.input_len, s.output_len) for s in self.trace))
+        return replace(
+            self,
+            rate=rate,
+            concurrency=concurrency,
+            trace=self.trace
+            if self.trace is None
+            else tuple(RequestSpec(s.input_len, s.output_len) for s in self.trace),
+        )

@@ -15,9 +15,7 @@ from reference.errors import UnknownName
 from reference.spec import Entry
 
 KERNELS: dict[str, Entry] = {
-    e.name: e
-    for module in (linalg, elementwise, norms, attention, mlp, memory, transformer)
-    for e in module.ENTRIES
+    e.name: e for module in (linalg, elementwise, norms, attention, mlp, memory, transformer) for e in module.ENTRIES
 }
 MODELS: dict[str, Entry] = {e.name: e for e in transformer.MODEL_ENTRIES}
 CATALOGUE: dict[str, Entry] = {**KERNELS, **MODELS}

@@ -63,9 +63,7 @@ def conv_out_size(size: int, kernel: int, stride: int, padding: int) -> int:
 def _conv_check(s):
     for dim in ("height", "width"):
         if s[dim] + 2 * s["padding"] < s["kernel"]:
-            raise InvalidShape(
-                "conv2d", dim, s[dim], f"{dim} + 2*padding must be >= kernel={s['kernel']}"
-            )
+            raise InvalidShape("conv2d", dim, s[dim], f"{dim} + 2*padding must be >= kernel={s['kernel']}")
 
 
 def conv2d_reference(s, x, w):
@@ -82,9 +80,11 @@ def _conv_largest(s):
     """The padded input, the reference's im2col copy of every window, and the output."""
     padded = (s["height"] + 2 * s["padding"], s["width"] + 2 * s["padding"])
     out = tuple(conv_out_size(s[d], s["kernel"], s["stride"], s["padding"]) for d in ("height", "width"))
-    return {"padded input": (s["batch"], s["c_in"], *padded),
-            "windows": (s["batch"], *out, s["c_in"], s["kernel"], s["kernel"]),
-            "output": (s["batch"], s["c_out"], *out)}
+    return {
+        "padded input": (s["batch"], s["c_in"], *padded),
+        "windows": (s["batch"], *out, s["c_in"], s["kernel"], s["kernel"]),
+        "output": (s["batch"], s["c_out"], *out),
+    }
 
 
 CONV2D = Entry(

@@ -87,7 +87,9 @@ def moe(x_td: np.ndarray, w, n_experts: int, top_k: int, prefix: str = "") -> np
 def moe_terms(x_td: np.ndarray, w, n_experts: int, top_k: int, prefix: str = "") -> np.ndarray:
     """The squared terms of the experts' down projections, each weighted by its routing weight."""
     weights_te = route(x_td @ w[f"{prefix}router.weight"].T, top_k)
-    return sum(mlp_terms(x_td, w, "swiglu", f"{prefix}experts.{e}.", weights_te[:, e : e + 1]) for e in range(n_experts))
+    return sum(
+        mlp_terms(x_td, w, "swiglu", f"{prefix}experts.{e}.", weights_te[:, e : e + 1]) for e in range(n_experts)
+    )
 
 
 # How both sides' MoE layers dispatch tokens while a graph is traced: None (dense: every expert
@@ -125,7 +127,9 @@ def expert_capacity(tokens: int, n_experts: int, top_k: int) -> tuple[int, int]:
     return active, math.ceil(tokens * top_k / active)
 
 
-def moe_routed(x_td: np.ndarray, w, n_experts: int, top_k: int, active: int, capacity: int, prefix: str = "") -> np.ndarray:
+def moe_routed(
+    x_td: np.ndarray, w, n_experts: int, top_k: int, active: int, capacity: int, prefix: str = ""
+) -> np.ndarray:
     """Routed dispatch: expert e < active runs on the `capacity` tokens with the largest routing
     weight to it (gathered), and its weighted output is added back at their rows (scattered).
     With active = n_experts and capacity = tokens it equals `moe` (a routing weight of 0 adds 0);

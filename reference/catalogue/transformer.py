@@ -31,7 +31,9 @@ from reference.spec import (
     weight,
 )
 
-STYLE = Param("style", "llama", "llama: RMSNorm, GQA+RoPE, SwiGLU; gpt2: LayerNorm, MHA, GELU MLP", choices=("llama", "gpt2"))
+STYLE = Param(
+    "style", "llama", "llama: RMSNorm, GQA+RoPE, SwiGLU; gpt2: LayerNorm, MHA, GELU MLP", choices=("llama", "gpt2")
+)
 MODE = Param("mode", "prefill", "whole sequence, or one new token against a KV cache", choices=("prefill", "decode"))
 BATCH = Param("batch", 2, "sequences")
 SEQ = Param("seq", 16, "tokens (prefill) or cache length including the new token (decode)")
@@ -231,10 +233,12 @@ def _largest(name):
     def largest(s):
         cfg = config_for(name, s)
         t, layers = new_tokens(s), (cfg.n_layers if name != "block" else 1)
-        out = {"scores": (s["batch"], cfg.n_heads, t, s["seq"]),
-               "repeated kv": (s["batch"], cfg.n_heads, s["seq"], cfg.head_dim),
-               "mlp hidden": (s["batch"], t, cfg.d_ff),
-               "kv cache": (layers, s["batch"], cfg.n_kv_heads, s["seq"], cfg.head_dim)}
+        out = {
+            "scores": (s["batch"], cfg.n_heads, t, s["seq"]),
+            "repeated kv": (s["batch"], cfg.n_heads, s["seq"], cfg.head_dim),
+            "mlp hidden": (s["batch"], t, cfg.d_ff),
+            "kv cache": (layers, s["batch"], cfg.n_kv_heads, s["seq"], cfg.head_dim),
+        }
         if name != "block":
             out["logits"] = (s["batch"], t, cfg.vocab)
         return out
@@ -253,8 +257,13 @@ def _check_positions(name):
     def check(s):
         cfg = get_model(name)
         if cfg.style == "gpt2" and s["seq"] > cfg.max_positions:
-            raise InvalidShape(name, "seq", s["seq"], f"must be <= {cfg.max_positions}, its context: {name} has "
-                                                      f"{cfg.max_positions} learned positions (max_position_embeddings)")
+            raise InvalidShape(
+                name,
+                "seq",
+                s["seq"],
+                f"must be <= {cfg.max_positions}, its context: {name} has "
+                f"{cfg.max_positions} learned positions (max_position_embeddings)",
+            )
 
     return check
 

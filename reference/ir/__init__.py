@@ -16,6 +16,21 @@ from reference.ir.printer import print_module
 from reference.ir.verify import verify
 
 __all__ = [
-    "Block", "ConvDims", "Cost", "DotDims", "Function", "Module", "Op", "Origin", "Stats", "TensorType",
-    "category", "dot_and_conv_flops", "module_stats", "op_cost", "parse_stablehlo", "print_module", "verify",
+    "Block",
+    "ConvDims",
+    "Cost",
+    "DotDims",
+    "Function",
+    "Module",
+    "Op",
+    "Origin",
+    "Stats",
+    "TensorType",
+    "category",
+    "dot_and_conv_flops",
+    "module_stats",
+    "op_cost",
+    "parse_stablehlo",
+    "print_module",
+    "verify",
 ]

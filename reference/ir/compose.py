@@ -18,7 +18,9 @@ from reference.ir.graph import Function, Module, Op, Origin, TensorType
 def _rename(op: Op, mapping: dict[str, str]) -> Op:
     """The op with every value id (results, operands, region arguments) passed through mapping."""
     regions = tuple(
-        dataclasses.replace(r, args=tuple((mapping.get(a, a), t) for a, t in r.args), ops=tuple(_rename(o, mapping) for o in r.ops))
+        dataclasses.replace(
+            r, args=tuple((mapping.get(a, a), t) for a, t in r.args), ops=tuple(_rename(o, mapping) for o in r.ops)
+        )
         for r in op.regions
     )
     return dataclasses.replace(
@@ -50,12 +52,16 @@ def _tag(module: Module, prefix: str) -> Module:
 
     def fix(op: Op) -> Op:
         op = dataclasses.replace(op, callee=names.get(op.callee, op.callee) if op.callee else None)
-        op = dataclasses.replace(op, regions=tuple(dataclasses.replace(r, ops=tuple(fix(o) for o in r.ops)) for r in op.regions))
+        op = dataclasses.replace(
+            op, regions=tuple(dataclasses.replace(r, ops=tuple(fix(o) for o in r.ops)) for r in op.regions)
+        )
         return op
 
     functions = tuple(
         dataclasses.replace(
-            f, name=names[f.name], args=tuple((values[a], t) for a, t in f.args),
+            f,
+            name=names[f.name],
+            args=tuple((values[a], t) for a, t in f.args),
             ops=tuple(_rename(fix(o), values) for o in f.ops),
         )
         for f in module.functions
@@ -64,8 +70,12 @@ def _tag(module: Module, prefix: str) -> Module:
 
 
 def compose_regional(
-    prologue: Module, block: Module, epilogue: Module, layers: int,
-    n_params: tuple[int, int, int], shared_epilogue_params: int = 0,
+    prologue: Module,
+    block: Module,
+    epilogue: Module,
+    layers: int,
+    n_params: tuple[int, int, int],
+    shared_epilogue_params: int = 0,
     n_state: tuple[int, int, int] | None = None,
 ) -> tuple[Module, tuple[int, ...], tuple[int, ...]]:
     """Compose three lowered parts into one IR module, its weight-argument and buffer-argument indices.
@@ -93,8 +103,11 @@ def compose_regional(
     s_pro, s_blk, s_epi = n_state or n_params
     shared = shared_epilogue_params
     if (
-        len(pro.args) != s_pro + 1 or len(blk.args) <= s_blk or len(epi.args) != s_epi + 1
-        or pro.ops[-1].short_name != "return" or not (0 <= shared <= min(n_pro, n_epi))
+        len(pro.args) != s_pro + 1
+        or len(blk.args) <= s_blk
+        or len(epi.args) != s_epi + 1
+        or pro.ops[-1].short_name != "return"
+        or not (0 <= shared <= min(n_pro, n_epi))
         or not all(0 <= n <= s for n, s in zip(n_params, (s_pro, s_blk, s_epi)))
     ):
         raise MalformedIR(
@@ -169,8 +182,13 @@ class Wire:
 
 
 def compose_stack(
-    args: tuple[TensorType, ...], arg_names: tuple[str, ...], parts: tuple[Module, ...], block: int,
-    wiring: tuple[tuple[Wire, ...], ...], outputs: tuple[Wire, ...], layers: int,
+    args: tuple[TensorType, ...],
+    arg_names: tuple[str, ...],
+    parts: tuple[Module, ...],
+    block: int,
+    wiring: tuple[tuple[Wire, ...], ...],
+    outputs: tuple[Wire, ...],
+    layers: int,
 ) -> Module:
     """Compose the parts a module's graph was cut into around its stack of identical layers (any
     module, not only our decoders: pytorch_side/regional.py cuts it) into one IR module.
@@ -199,13 +217,23 @@ def compose_stack(
         fn = part.main
         inputs = [source(w) for w in wires]
         if len(inputs) != len(fn.args) or any(t != ft for (_, t), (_, ft) in zip(inputs, fn.args)):
-            raise MalformedIR(f"stack composition: part {i} takes {[t for _, t in fn.args]}, "
-                              f"and is given {[t for _, t in inputs]}")
+            raise MalformedIR(
+                f"stack composition: part {i} takes {[t for _, t in fn.args]}, and is given {[t for _, t in inputs]}"
+            )
         if i == block:
             results = tuple(f"%layers.{k}" for k in range(len(fn.results)))
-            ops.append(Op(name="func.call", results=results, result_types=fn.results,
-                          operands=tuple(v for v, _ in inputs), operand_types=tuple(t for _, t in inputs),
-                          callee="block", trip_count=layers, origin=Origin(scope=f"layers (x{layers})")))
+            ops.append(
+                Op(
+                    name="func.call",
+                    results=results,
+                    result_types=fn.results,
+                    operands=tuple(v for v, _ in inputs),
+                    operand_types=tuple(t for _, t in inputs),
+                    callee="block",
+                    trip_count=layers,
+                    origin=Origin(scope=f"layers (x{layers})"),
+                )
+            )
             produced[i] = tuple(zip(results, fn.results))
             continue
         if not fn.ops or fn.ops[-1].short_name != "return":
@@ -215,8 +243,15 @@ def compose_stack(
         ops.extend(body[:-1])
         produced[i] = tuple(zip(body[-1].operands, body[-1].operand_types))
     results = [source(w) for w in outputs]
-    ops.append(Op(name="func.return", results=(), result_types=(), operands=tuple(v for v, _ in results),
-                  operand_types=tuple(t for _, t in results)))
+    ops.append(
+        Op(
+            name="func.return",
+            results=(),
+            result_types=(),
+            operands=tuple(v for v, _ in results),
+            operand_types=tuple(t for _, t in results),
+        )
+    )
     main = Function("main", tuple(zip(arg_ids, args)), tuple(t for _, t in results), tuple(ops), tuple(arg_names))
     blk = tagged[block]
     others = tuple(f for part in tagged for f in part.functions if f.name != part.entry)

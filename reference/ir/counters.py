@@ -119,9 +119,7 @@ def _folded_by_xla_import(op: Op, constant_ids: set[str], splats: dict[str, floa
 
 def _valid_window_positions(size: int, kernel: int, stride: int, pad_lo: int, out: int, dilation: int) -> int:
     """Pairs (output position, kernel tap) whose input index falls inside [0, size)."""
-    return sum(
-        1 for o in range(out) for k in range(kernel) if 0 <= o * stride + k * dilation - pad_lo < size
-    )
+    return sum(1 for o in range(out) for k in range(kernel) if 0 <= o * stride + k * dilation - pad_lo < size)
 
 
 def xla_convolution_flops(op: Op) -> int:
@@ -135,8 +133,12 @@ def xla_convolution_flops(op: Op) -> int:
     taps = 1
     for i in range(n_spatial):
         taps *= _valid_window_positions(
-            lhs[dims.input_spatial[i]], kernel[dims.kernel_spatial[i]], strides[i], padding[i][0],
-            out[dims.output_spatial[i]], dilation[i],
+            lhs[dims.input_spatial[i]],
+            kernel[dims.kernel_spatial[i]],
+            strides[i],
+            padding[i][0],
+            out[dims.output_spatial[i]],
+            dilation[i],
         )
     other = out[dims.output_batch] * out[dims.output_feature]
     return 2 * other * taps * kernel[dims.kernel_input_feature]
@@ -277,7 +279,9 @@ def module_stats(module: Module, param_args: tuple[int, ...] = (), policy: str =
     # A weight passed to a call made L times (a regional decoder's block) is L weights.
     repeats = {o: op.trip_count for op in main.ops if op.short_name == "call" and op.trip_count for o in op.operands}
     param_bytes = sum(main.args[i][1].nbytes * repeats.get(main.args[i][0], 1) for i in param_args)
-    return Stats(cost.flops, cost.transcendentals, cost.bytes_accessed, param_bytes, dict(ops), dict(categories), dict(unknown))
+    return Stats(
+        cost.flops, cost.transcendentals, cost.bytes_accessed, param_bytes, dict(ops), dict(categories), dict(unknown)
+    )
 
 
 def dot_and_conv_flops(module: Module, policy: str = "trip_count") -> int:

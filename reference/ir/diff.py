@@ -27,7 +27,13 @@ class Divergence:
     scopes: dict[str, tuple[str, ...]]  # side -> provenance of the differing ops
 
     def to_dict(self) -> dict:
-        return {"segment": self.segment, "after": self.after, "reasons": list(self.reasons), "ops": self.ops, "scopes": {k: list(v) for k, v in self.scopes.items()}}
+        return {
+            "segment": self.segment,
+            "after": self.after,
+            "reasons": list(self.reasons),
+            "ops": self.ops,
+            "scopes": {k: list(v) for k, v in self.scopes.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,9 @@ def _reasons(a: list[Op], b: list[Op]) -> tuple[str, ...]:
     chlo_a = {o.short_name for o in a if is_composite(o)}
     chlo_b = {o.short_name for o in b if is_composite(o)}
     if chlo_a != chlo_b:
-        reasons.append(f"composite op kept whole on one path ({', '.join(sorted(chlo_a ^ chlo_b))}), decomposed on the other")
+        reasons.append(
+            f"composite op kept whole on one path ({', '.join(sorted(chlo_a ^ chlo_b))}), decomposed on the other"
+        )
     if count(a, lambda o: o.short_name == "reduce") != count(b, lambda o: o.short_name == "reduce"):
         reasons.append("different reductions (a decomposed softmax or norm)")
     f64 = lambda ops: any(t.dtype == "f64" for o in ops for t in o.result_types)  # noqa: E731
@@ -108,12 +116,16 @@ def diff_modules(a: Module, b: Module, sides: tuple[str, str] = ("torch", "jax")
             continue
         differing = {n for n in ca.keys() | cb.keys() if ca[n] != cb[n]}
         scopes = {
-            side: tuple(dict.fromkeys(w for o in ops if o.name in differing for w in [o.origin.source or o.origin.scope] if w))[:6]
+            side: tuple(
+                dict.fromkeys(w for o in ops if o.name in differing for w in [o.origin.source or o.origin.scope] if w)
+            )[:6]
             for side, ops in zip(sides, (ops_a, ops_b))
         }
         divergences.append(
             Divergence(
-                k, label, _reasons(ops_a, ops_b),
+                k,
+                label,
+                _reasons(ops_a, ops_b),
                 {side: {n: c[n] for n in sorted(differing)} for side, c in zip(sides, (ca, cb))},
                 scopes,
             )

@@ -37,24 +37,83 @@ from reference.ir.limits import MAX_NESTING, check_calls, check_text
 from reference.ir.mlir_context import make_context
 
 ELEMENTWISE = {
-    "add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "negate", "abs",
-    "sign", "floor", "ceil", "round_nearest_afz", "round_nearest_even", "compare", "select",
-    "convert", "clamp", "and", "or", "xor", "not", "shift_left", "shift_right_arithmetic",
-    "shift_right_logical", "is_finite", "real", "imag", "popcnt", "count_leading_zeros",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "remainder",
+    "maximum",
+    "minimum",
+    "negate",
+    "abs",
+    "sign",
+    "floor",
+    "ceil",
+    "round_nearest_afz",
+    "round_nearest_even",
+    "compare",
+    "select",
+    "convert",
+    "clamp",
+    "and",
+    "or",
+    "xor",
+    "not",
+    "shift_left",
+    "shift_right_arithmetic",
+    "shift_right_logical",
+    "is_finite",
+    "real",
+    "imag",
+    "popcnt",
+    "count_leading_zeros",
     "square",  # chlo.square: x * x
     "batch_norm_inference",  # per element: (x - mean) * rsqrt(var + eps) * scale + offset
 }
 TRANSCENDENTAL = {
-    "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "tanh", "sine",
-    "cosine", "tan", "sqrt", "rsqrt", "cbrt", "power", "atan2", "erf", "erfc", "erf_inv", "lgamma",
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "logistic",
+    "tanh",
+    "sine",
+    "cosine",
+    "tan",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "power",
+    "atan2",
+    "erf",
+    "erfc",
+    "erf_inv",
+    "lgamma",
     "digamma",  # chlo.erf / chlo.erfc: one library call per element on a GPU (erff, erfcf)
 }
 DATA_MOVEMENT = {
-    "top_k", "sort",  # chlo.top_k and sort: comparisons only
+    "top_k",
+    "sort",  # chlo.top_k and sort: comparisons only
     "dynamic_iota",  # torch-mlir's iota
-    "constant", "broadcast_in_dim", "broadcast", "reshape", "transpose", "slice", "dynamic_slice",
-    "dynamic_update_slice", "concatenate", "pad", "gather", "scatter", "iota", "reverse",
-    "get_tuple_element", "tuple", "bitcast_convert", "optimization_barrier", "copy",
+    "constant",
+    "broadcast_in_dim",
+    "broadcast",
+    "reshape",
+    "transpose",
+    "slice",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "concatenate",
+    "pad",
+    "gather",
+    "scatter",
+    "iota",
+    "reverse",
+    "get_tuple_element",
+    "tuple",
+    "bitcast_convert",
+    "optimization_barrier",
+    "copy",
 }
 CONTRACTION = {"dot_general", "dot", "convolution"}
 # Batch norm as one op (torch-xla lowers LayerNorm to batch_norm_training over a [1, rows, d] view);
@@ -81,8 +140,12 @@ def category(op: Op) -> str:
     """contraction, elementwise, transcendental, reduction, data_movement, control or unknown."""
     short = op.short_name
     for name, members in (
-        ("contraction", CONTRACTION), ("transcendental", TRANSCENDENTAL), ("elementwise", ELEMENTWISE),
-        ("reduction", REDUCTION), ("data_movement", DATA_MOVEMENT), ("control", CONTROL),
+        ("contraction", CONTRACTION),
+        ("transcendental", TRANSCENDENTAL),
+        ("elementwise", ELEMENTWISE),
+        ("reduction", REDUCTION),
+        ("data_movement", DATA_MOVEMENT),
+        ("control", CONTROL),
     ):
         if short in members and op.known:
             return name
@@ -171,26 +234,44 @@ class _Reader:
         if key == "dot_dimension_numbers":
             d = sh.DotDimensionNumbers(attr)
             return DotDims(
-                tuple(d.lhs_batching_dimensions), tuple(d.rhs_batching_dimensions),
-                tuple(d.lhs_contracting_dimensions), tuple(d.rhs_contracting_dimensions),
+                tuple(d.lhs_batching_dimensions),
+                tuple(d.rhs_batching_dimensions),
+                tuple(d.lhs_contracting_dimensions),
+                tuple(d.rhs_contracting_dimensions),
             )
         if key == "dimension_numbers" and self.current_op == "stablehlo.convolution":
             d = sh.ConvDimensionNumbers(attr)
             return ConvDims(
-                d.input_batch_dimension, d.input_feature_dimension, tuple(d.input_spatial_dimensions),
-                d.kernel_input_feature_dimension, d.kernel_output_feature_dimension,
-                tuple(d.kernel_spatial_dimensions), d.output_batch_dimension, d.output_feature_dimension,
+                d.input_batch_dimension,
+                d.input_feature_dimension,
+                tuple(d.input_spatial_dimensions),
+                d.kernel_input_feature_dimension,
+                d.kernel_output_feature_dimension,
+                tuple(d.kernel_spatial_dimensions),
+                d.output_batch_dimension,
+                d.output_feature_dimension,
                 tuple(d.output_spatial_dimensions),
             )
         if key == "dimension_numbers" and self.current_op == "stablehlo.gather":
             d = sh.GatherDimensionNumbers(attr)
-            return GatherDims(tuple(d.offset_dims), tuple(d.collapsed_slice_dims), tuple(d.start_index_map),
-                              d.index_vector_dim, tuple(d.operand_batching_dims), tuple(d.start_indices_batching_dims))
+            return GatherDims(
+                tuple(d.offset_dims),
+                tuple(d.collapsed_slice_dims),
+                tuple(d.start_index_map),
+                d.index_vector_dim,
+                tuple(d.operand_batching_dims),
+                tuple(d.start_indices_batching_dims),
+            )
         if key == "scatter_dimension_numbers":
             d = sh.ScatterDimensionNumbers(attr)
-            return ScatterDims(tuple(d.update_window_dims), tuple(d.inserted_window_dims),
-                               tuple(d.scattered_dims_to_operand_dims), d.index_vector_dim,
-                               tuple(d.input_batching_dims), tuple(d.scatter_indices_batching_dims))
+            return ScatterDims(
+                tuple(d.update_window_dims),
+                tuple(d.inserted_window_dims),
+                tuple(d.scattered_dims_to_operand_dims),
+                d.index_vector_dim,
+                tuple(d.input_batching_dims),
+                tuple(d.scatter_indices_batching_dims),
+            )
         if key == "comparison_direction":
             return sh.ComparisonDirectionAttr(attr).value
         if isinstance(attr, ir.DenseI64ArrayAttr):
@@ -227,15 +308,27 @@ class _Reader:
         result_types = tuple(self.tensor_type(r.type) for r in operation.results)
         known = short in HANDLED and self.ctx.is_registered_operation(name)
         target = dict(attrs).get("call_target_name") if short == "custom_call" else None
-        if isinstance(target, str) and target.startswith(MHLO_TARGET) and target[len(MHLO_TARGET):] in HANDLED - CONTROL:
-            name, short, known = target, target[len(MHLO_TARGET):], True
+        if (
+            isinstance(target, str)
+            and target.startswith(MHLO_TARGET)
+            and target[len(MHLO_TARGET) :] in HANDLED - CONTROL
+        ):
+            name, short, known = target, target[len(MHLO_TARGET) :], True
         regions = self.regions(operation)
         callee = dict(attrs).get("callee") if short == "call" and known else None
         data = self.dense_data(attrs_in["value"]) if short == "constant" and "value" in attrs_in else None
         op = Op(
-            name=name, results=results, result_types=result_types, operands=operands,
-            operand_types=operand_types, attrs=attrs, regions=regions, callee=callee,
-            origin=origin_of(str(operation.location)), known=known, data=data,
+            name=name,
+            results=results,
+            result_types=result_types,
+            operands=operands,
+            operand_types=operand_types,
+            attrs=attrs,
+            regions=regions,
+            callee=callee,
+            origin=origin_of(str(operation.location)),
+            known=known,
+            data=data,
         )
         if op.splat is not None:
             self.constants[results[0]] = op.splat
@@ -320,8 +413,10 @@ def _widened(attr, ir) -> np.ndarray:
 
     shape = "x".join(map(str, attr.type.shape))
     wide = f"tensor<{shape + 'x' if shape else ''}f32>"
-    text = (f"func.func @main() -> {wide} {{\n  %0 = stablehlo.constant {attr}\n"
-            f"  %1 = stablehlo.convert %0 : ({attr.type}) -> {wide}\n  func.return %1 : {wide}\n}}")
+    text = (
+        f"func.func @main() -> {wide} {{\n  %0 = stablehlo.constant {attr}\n"
+        f"  %1 = stablehlo.convert %0 : ({attr.type}) -> {wide}\n  func.return %1 : {wide}\n}}"
+    )
     (result,) = stablehlo.eval_module(ir.Module.parse(text), [])
     return np.array(result)
 
@@ -351,8 +446,11 @@ def _with_trip_count(op: Op, constants: dict[str, float]) -> Op:
         body_arg = body.args[index][0]
         returned = body.ops[-1].operands[index]
         step = next(
-            (body_constants.get(o.operands[1]) for o in body.ops
-             if o.results and o.results[0] == returned and o.short_name == "add" and o.operands[0] == body_arg),
+            (
+                body_constants.get(o.operands[1])
+                for o in body.ops
+                if o.results and o.results[0] == returned and o.short_name == "add" and o.operands[0] == body_arg
+            ),
             None,
         )
         limit = cond_constants[c.operands[1]]
@@ -376,10 +474,17 @@ def _bools_byte_per_element(text: str) -> str:
     that size. A hex of n bytes is today's form and stays; ceil(n / 8) bytes (n > 1) are unpacked,
     but for one byte 0x00 or 0xFF: a splat in both forms. Any other size is left for MLIR to refuse.
     """
+
     def unpack(match: re.Match) -> str:
         data = bytes.fromhex(match.group(1)) if len(match.group(1)) % 2 == 0 else None
         n = math.prod(int(d) for d in match.group(3).split("x") if d)
-        if data is None or n <= 1 or len(data) == n or len(data) != -(-n // 8) or (len(data) == 1 and data in (b"\x00", b"\xff")):
+        if (
+            data is None
+            or n <= 1
+            or len(data) == n
+            or len(data) != -(-n // 8)
+            or (len(data) == 1 and data in (b"\x00", b"\xff"))
+        ):
             return match.group(0)
         bits = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:n]
         return f'dense<"0x{bits.tobytes().hex().upper()}">{match.group(2)}'

@@ -20,11 +20,29 @@ from reference.errors import UnsupportedDtype
 # any other type, sub-byte ones included (i4, f4E2M1FN: packing is not modelled), is refused on
 # import (`element_bytes`), so no tensor is ever counted as 0 bytes or as a guessed 4.
 ELEMENT_BYTES = {
-    "f64": 8, "f32": 4, "bf16": 2, "f16": 2,
-    "f8E4M3FN": 1, "f8E5M2": 1, "f8E4M3": 1, "f8E3M4": 1, "f8E4M3FNUZ": 1, "f8E5M2FNUZ": 1, "f8E4M3B11FNUZ": 1,
+    "f64": 8,
+    "f32": 4,
+    "bf16": 2,
+    "f16": 2,
+    "f8E4M3FN": 1,
+    "f8E5M2": 1,
+    "f8E4M3": 1,
+    "f8E3M4": 1,
+    "f8E4M3FNUZ": 1,
+    "f8E5M2FNUZ": 1,
+    "f8E4M3B11FNUZ": 1,
     "f8E8M0FNU": 1,
-    "i64": 8, "ui64": 8, "i32": 4, "ui32": 4, "i16": 2, "ui16": 2, "i8": 1, "ui8": 1, "i1": 1,
-    "complex<f32>": 8, "complex<f64>": 16,
+    "i64": 8,
+    "ui64": 8,
+    "i32": 4,
+    "ui32": 4,
+    "i16": 2,
+    "ui16": 2,
+    "i8": 1,
+    "ui8": 1,
+    "i1": 1,
+    "complex<f32>": 8,
+    "complex<f64>": 16,
 }
 # An ordering token holds no data; a tuple's bytes are its members', counted where they are made.
 NO_DATA_PREFIXES = ("!stablehlo.token", "!mhlo.token", "tuple<")

@@ -29,10 +29,21 @@ from reference.ir.counters import padding_pairs
 from reference.ir.graph import Block, Function, Module, Op, TensorType
 
 NUMPY_TYPES = {
-    "f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
-    "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2,
-    "i64": np.int64, "i32": np.int32, "i16": np.int16, "i8": np.int8,
-    "ui64": np.uint64, "ui32": np.uint32, "ui16": np.uint16, "ui8": np.uint8, "i1": np.bool_,
+    "f64": np.float64,
+    "f32": np.float32,
+    "f16": np.float16,
+    "bf16": ml_dtypes.bfloat16,
+    "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+    "f8E5M2": ml_dtypes.float8_e5m2,
+    "i64": np.int64,
+    "i32": np.int32,
+    "i16": np.int16,
+    "i8": np.int8,
+    "ui64": np.uint64,
+    "ui32": np.uint32,
+    "ui16": np.uint16,
+    "ui8": np.uint8,
+    "i1": np.bool_,
 }
 FLOAT_TYPES = {"f64", "f32", "f16", "bf16", "f8E4M3FN", "f8E5M2"}
 MAX_TRIPS = 100_000  # a while loop's trips before the interpreter gives up (chosen: no catalogue program loops; 100k trips run in seconds)
@@ -105,11 +116,13 @@ def _logistic(x):
 
 def _erf(x):
     from math import erf
+
     return np.vectorize(erf, otypes=[x.dtype])(x) if x.size else x
 
 
 def _erfc(x):
     from math import erfc
+
     return np.vectorize(erfc, otypes=[x.dtype])(x) if x.size else x
 
 
@@ -123,21 +136,55 @@ def _power(a, b):
 
 
 ELEMENTWISE: dict[str, Callable] = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": _int_div,
-    "remainder": _rem, "maximum": np.maximum, "minimum": np.minimum, "negate": np.negative,
-    "abs": np.abs, "sign": np.sign, "floor": np.floor, "ceil": np.ceil, "round_nearest_even": np.rint,
-    "round_nearest_afz": _round_afz, "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": _int_div,
+    "remainder": _rem,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "negate": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "round_nearest_even": np.rint,
+    "round_nearest_afz": _round_afz,
+    "and": np.bitwise_and,
+    "or": np.bitwise_or,
+    "xor": np.bitwise_xor,
     "not": lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.bitwise_not(x),
-    "exponential": np.exp, "exponential_minus_one": np.expm1, "log": np.log, "log_plus_one": np.log1p,
-    "logistic": _logistic, "tanh": np.tanh, "sine": np.sin, "cosine": np.cos, "tan": np.tan,
-    "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "cbrt": np.cbrt, "power": _power,
-    "atan2": np.arctan2, "erf": _erf, "erfc": _erfc, "square": np.square, "is_finite": np.isfinite,
+    "exponential": np.exp,
+    "exponential_minus_one": np.expm1,
+    "log": np.log,
+    "log_plus_one": np.log1p,
+    "logistic": _logistic,
+    "tanh": np.tanh,
+    "sine": np.sin,
+    "cosine": np.cos,
+    "tan": np.tan,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "cbrt": np.cbrt,
+    "power": _power,
+    "atan2": np.arctan2,
+    "erf": _erf,
+    "erfc": _erfc,
+    "square": np.square,
+    "is_finite": np.isfinite,
     "clamp": lambda lo, x, hi: np.minimum(np.maximum(x, lo), hi),
     "select": lambda p, a, b: np.where(p, a, b),
-    "shift_left": np.left_shift, "shift_right_arithmetic": np.right_shift,
+    "shift_left": np.left_shift,
+    "shift_right_arithmetic": np.right_shift,
 }
-_COMPARE = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal, "GT": np.greater,
-            "LE": np.less_equal, "LT": np.less}
+_COMPARE = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "GE": np.greater_equal,
+    "GT": np.greater,
+    "LE": np.less_equal,
+    "LT": np.less,
+}
 
 
 @dataclass
@@ -185,7 +232,12 @@ class Interpreter:
             if self.observe is not None and op.results:
                 self.observe(f"{instance}{op.results[0]}", op, results)
             # teacher forcing stops at loops: a trace keeps a body's last trip, not every trip's
-            if self.force is not None and op.results and ":while" not in instance and f"{instance}{op.results[0]}" in self.force:
+            if (
+                self.force is not None
+                and op.results
+                and ":while" not in instance
+                and f"{instance}{op.results[0]}" in self.force
+            ):
                 results = self.force[f"{instance}{op.results[0]}"]
             values.update(zip(op.results, results))
         return ()
@@ -212,8 +264,10 @@ class Interpreter:
                 if not bool(self.region(cond, state, f"{child}while")[0]):
                     return state
                 state = tuple(as_type(s, t) for s, t in zip(self.region(body, state, f"{child}while"), op.result_types))
-            raise CannotInterpret(f"{op.name} {op.results[0] if op.results else ''} ran {MAX_TRIPS:,} trips without its "
-                                  "condition turning false; the interpreter stops there")
+            raise CannotInterpret(
+                f"{op.name} {op.results[0] if op.results else ''} ran {MAX_TRIPS:,} trips without its "
+                "condition turning false; the interpreter stops there"
+            )
         method = getattr(self, f"op_{short}", None)
         if method is not None:
             return method(op, *x)
@@ -359,13 +413,18 @@ class Interpreter:
         if ufunc is not None and n == 1:
             element = op.operand_types[0].dtype
             wide = _wide(inputs[0], element)
-            return (ufunc.reduce(wide, axis=dims, initial=_wide(inits[0], element)[()]) if wide.size else
-                    np.broadcast_to(inits[0], op.result_types[0].shape),)
+            return (
+                ufunc.reduce(wide, axis=dims, initial=_wide(inits[0], element)[()])
+                if wide.size
+                else np.broadcast_to(inits[0], op.result_types[0].shape),
+            )
         # any body: fold along the reduced axes in order, vectorized over the kept ones
         moved = [np.moveaxis(v, dims, range(len(dims))).reshape((-1, *op.result_types[0].shape)) for v in inputs]
         acc = tuple(np.broadcast_to(i, op.result_types[k].shape) for k, i in enumerate(inits))
         for step in range(moved[0].shape[0]):
-            acc = tuple(as_type(r, t) for r, t in zip(self.region(body, (*acc, *(m[step] for m in moved))), op.result_types))
+            acc = tuple(
+                as_type(r, t) for r, t in zip(self.region(body, (*acc, *(m[step] for m in moved))), op.result_types)
+            )
         return acc
 
     def op_sort(self, op: Op, *x):
@@ -383,8 +442,11 @@ class Interpreter:
 
                 def less(i, j, rows=rows):
                     pairs = [v for r in rows for v in (r[i], r[j])]
-                    return -1 if bool(self.region(op.regions[0], pairs)[0]) else (
-                        1 if bool(self.region(op.regions[0], [v for r in rows for v in (r[j], r[i])])[0]) else 0)
+                    return (
+                        -1
+                        if bool(self.region(op.regions[0], pairs)[0])
+                        else (1 if bool(self.region(op.regions[0], [v for r in rows for v in (r[j], r[i])])[0]) else 0)
+                    )
 
                 target[index] = sorted(range(rows[0].shape[0]), key=functools.cmp_to_key(less))
         return tuple(np.take_along_axis(v, order, axis=dim) for v in x)
@@ -396,7 +458,9 @@ class Interpreter:
         return np.take_along_axis(x, order, axis=-1), order.astype(np.int32)
 
     def op_gather(self, op: Op, operand, indices):
-        return (gather(operand, indices, op.attr("dimension_numbers"), op.attr("slice_sizes"), op.result_types[0].shape),)
+        return (
+            gather(operand, indices, op.attr("dimension_numbers"), op.attr("slice_sizes"), op.result_types[0].shape),
+        )
 
     def op_scatter(self, op: Op, *x):
         if len(x) != 3:
@@ -411,8 +475,14 @@ def _simple_body(body: Block):
     ops = [o for o in body.ops if o.short_name != "return"]
     if len(ops) != 1 or len(body.args) != 2 or set(ops[0].operands) != {a for a, _ in body.args}:
         return None
-    return {"add": np.add, "maximum": np.maximum, "minimum": np.minimum, "multiply": np.multiply,
-            "and": np.logical_and, "or": np.logical_or}.get(ops[0].short_name)
+    return {
+        "add": np.add,
+        "maximum": np.maximum,
+        "minimum": np.minimum,
+        "multiply": np.multiply,
+        "and": np.logical_and,
+        "or": np.logical_or,
+    }.get(ops[0].short_name)
 
 
 def _simple_comparator(body: Block) -> str | None:
@@ -433,10 +503,10 @@ def as_matmul(a: np.ndarray, b: np.ndarray, d) -> tuple[np.ndarray, np.ndarray, 
     b_free = [i for i in range(b.ndim) if i not in d.rhs_batch and i not in d.rhs_contracting]
     at = np.transpose(a, (*d.lhs_batch, *a_free, *d.lhs_contracting))
     bt = np.transpose(b, (*d.rhs_batch, *d.rhs_contracting, *b_free))
-    batch = at.shape[:len(d.lhs_batch)]
-    m = math.prod(at.shape[len(batch):len(batch) + len(a_free)])
-    k = math.prod(at.shape[len(batch) + len(a_free):])
-    n = math.prod(bt.shape[len(batch) + len(d.rhs_contracting):])
+    batch = at.shape[: len(d.lhs_batch)]
+    m = math.prod(at.shape[len(batch) : len(batch) + len(a_free)])
+    k = math.prod(at.shape[len(batch) + len(a_free) :])
+    n = math.prod(bt.shape[len(batch) + len(d.rhs_contracting) :])
     shape = (*batch, *(a.shape[i] for i in a_free), *(b.shape[i] for i in b_free))
     return at.reshape((*batch, m, k)), bt.reshape((*batch, k, n)), shape
 
@@ -465,19 +535,23 @@ def convolution(op: Op, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         spread[(slice(None), slice(None), *(slice(None, None, k) for k in lhs_dil))] = x
         x = spread
     x = np.pad(x, ((0, 0), (0, 0), *((max(a, 0), max(b, 0)) for a, b in pads)))
-    x = x[(slice(None), slice(None), *(slice(max(-a, 0), x.shape[2 + i] - max(-b, 0)) for i, (a, b) in enumerate(pads)))]
+    x = x[
+        (slice(None), slice(None), *(slice(max(-a, 0), x.shape[2 + i] - max(-b, 0)) for i, (a, b) in enumerate(pads)))
+    ]
     out_t = op.result_types[0].shape
     out_spatial = tuple(out_t[i] for i in d.output_spatial)
     batch, cout = x.shape[0], w.shape[0]
     cin_g, cout_g = w.shape[1], cout // groups
     out = np.zeros((batch, cout, *out_spatial), dtype=x.dtype)
     for tap in np.ndindex(*w.shape[2:]):
-        window = tuple(slice(t * r, t * r + (o - 1) * s + 1, s) for t, r, o, s in zip(tap, rhs_dil, out_spatial, strides))
+        window = tuple(
+            slice(t * r, t * r + (o - 1) * s + 1, s) for t, r, o, s in zip(tap, rhs_dil, out_spatial, strides)
+        )
         patch = x[(slice(None), slice(None), *window)]
         for g in range(groups):
-            xs = patch[:, g * cin_g:(g + 1) * cin_g]
-            ws = w[g * cout_g:(g + 1) * cout_g, :, *tap]
-            out[:, g * cout_g:(g + 1) * cout_g] += np.einsum("bc...,oc->bo...", xs, ws)
+            xs = patch[:, g * cin_g : (g + 1) * cin_g]
+            ws = w[g * cout_g : (g + 1) * cout_g, :, *tap]
+            out[:, g * cout_g : (g + 1) * cout_g] += np.einsum("bc...,oc->bo...", xs, ws)
     perm = [0] * (n + 2)
     for src, dst in enumerate((d.output_batch, d.output_feature, *d.output_spatial)):
         perm[dst] = src
@@ -504,7 +578,9 @@ def gather(operand: np.ndarray, indices: np.ndarray, d, sizes, out_shape) -> np.
             start[dim] = int(np.clip(row[k], 0, operand.shape[dim] - sizes[dim]))
         window = operand[tuple(slice(s, s + n) for s, n in zip(start, sizes))]
         windows.append(np.squeeze(window, axis=tuple(d.collapsed_slice_dims)) if d.collapsed_slice_dims else window)
-    stacked = np.stack(windows).reshape((*positions, *windows[0].shape)) if windows else np.zeros(out_shape, operand.dtype)
+    stacked = (
+        np.stack(windows).reshape((*positions, *windows[0].shape)) if windows else np.zeros(out_shape, operand.dtype)
+    )
     batch_axes = iter(range(len(positions)))
     window_axes = iter(range(len(positions), stacked.ndim))
     perm = [next(window_axes) if j in d.offset_dims else next(batch_axes) for j in range(len(out_shape))]
@@ -520,7 +596,7 @@ def scatter(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, d, co
     rows, positions = _index_rows(indices, d.index_vector_dim)
     scatter_axes = [i for i in range(updates.ndim) if i not in d.update_window_dims]
     moved = np.transpose(updates, (*scatter_axes, *d.update_window_dims))
-    moved = moved.reshape((-1, *moved.shape[len(scatter_axes):]))
+    moved = moved.reshape((-1, *moved.shape[len(scatter_axes) :]))
     window_dims = [i for i in range(operand.ndim) if i not in d.inserted_window_dims]
     for row, window in zip(rows, moved):
         full = [1] * operand.ndim
@@ -537,8 +613,13 @@ def scatter(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray, d, co
     return out
 
 
-def run_module(module: Module, args: Sequence[np.ndarray], hook: Hook | None = None,
-               observe: Observer | None = None, force: Mapping | None = None) -> tuple[np.ndarray, ...]:
+def run_module(
+    module: Module,
+    args: Sequence[np.ndarray],
+    hook: Hook | None = None,
+    observe: Observer | None = None,
+    force: Mapping | None = None,
+) -> tuple[np.ndarray, ...]:
     """Execute the module's entry function on `args` (one array per argument, converted to its type).
 
     Raises:
@@ -549,8 +630,9 @@ def run_module(module: Module, args: Sequence[np.ndarray], hook: Hook | None = N
         return Interpreter(module, hook, observe, force).run(args)
 
 
-def trace_values(module: Module, args: Sequence[np.ndarray], hook: Hook | None = None,
-                 force: Mapping | None = None) -> tuple[tuple, dict]:
+def trace_values(
+    module: Module, args: Sequence[np.ndarray], hook: Hook | None = None, force: Mapping | None = None
+) -> tuple[tuple, dict]:
     """(outputs, {qualified name: results}) of one run: every op's results, for op-by-op comparison
     (`force`: teacher forcing, as run_module)."""
     seen: dict[str, tuple[np.ndarray, ...]] = {}
@@ -569,13 +651,23 @@ def widened(module: Module) -> Module:
 
     def op(o: Op) -> Op:
         data = o.data.astype(np.float64) if o.data is not None and o.result_types[0].dtype in FLOAT_TYPES else o.data
-        return dataclasses.replace(o, result_types=tuple(map(t, o.result_types)), operand_types=tuple(map(t, o.operand_types)),
-                                   regions=tuple(Block(tuple((a, t(x)) for a, x in b.args), tuple(map(op, b.ops))) for b in o.regions),
-                                   data=data)
+        return dataclasses.replace(
+            o,
+            result_types=tuple(map(t, o.result_types)),
+            operand_types=tuple(map(t, o.operand_types)),
+            regions=tuple(Block(tuple((a, t(x)) for a, x in b.args), tuple(map(op, b.ops))) for b in o.regions),
+            data=data,
+        )
 
-    return dataclasses.replace(module, functions=tuple(
-        dataclasses.replace(f, args=tuple((a, t(x)) for a, x in f.args), results=tuple(map(t, f.results)), ops=tuple(map(op, f.ops)))
-        for f in module.functions))
+    return dataclasses.replace(
+        module,
+        functions=tuple(
+            dataclasses.replace(
+                f, args=tuple((a, t(x)) for a, x in f.args), results=tuple(map(t, f.results)), ops=tuple(map(op, f.ops))
+            )
+            for f in module.functions
+        ),
+    )
 
 
 def seeded_arguments(module: Module, seed: int = 0) -> list[np.ndarray]:

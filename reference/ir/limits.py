@@ -181,7 +181,9 @@ def _check_aliases(data: bytes, blanked: bytes, definitions, depth, max_depth: i
         line, column = _line_column(data, spans[worst][2])
         raise MalformedIR(
             f"aliases expand the text to more than {_size(max_expanded)} "
-            f"(alias {worst.decode()} alone prints as {_size(done[worst][1])} or more)", line, column,
+            f"(alias {worst.decode()} alone prints as {_size(done[worst][1])} or more)",
+            line,
+            column,
         )
 
 
@@ -242,7 +244,7 @@ def check_calls(module: Module, limit: int = MAX_NESTING) -> None:
                 stack[-1] = (name, i + 1)
                 callee = edges[i][0]
                 if callee in on_path:
-                    cycle = [n for n, _ in stack[on_path[callee]:]] + [callee]
+                    cycle = [n for n, _ in stack[on_path[callee] :]] + [callee]
                     raise MalformedIR(f"recursive call: {_chain(cycle)}; calls must not form a cycle")
                 if callee not in depth:
                     on_path[callee] = len(stack)

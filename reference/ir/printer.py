@@ -54,7 +54,9 @@ def _op_lines(op: Op, names: _Names, indent: str) -> list[str]:
     if op.trip_count is not None:
         attrs = f"trip_count={op.trip_count}" + (f", {attrs}" if attrs else "")
     tail = f"  {{{attrs}}}" if attrs else ""
-    where = op.origin.scope + (f" @ {op.origin.source}" if op.origin.source and op.origin.source != op.origin.scope else "")
+    where = op.origin.scope + (
+        f" @ {op.origin.source}" if op.origin.source and op.origin.source != op.origin.scope else ""
+    )
     scope = f"  # {where}" if where else ""
     unknown = "  [opaque]" if not op.known else ""
     lines = [f"{indent}{lhs}{name}({operands}){' -> ' + types if types else ''}{tail}{unknown}{scope}"]
@@ -69,7 +71,8 @@ def _op_lines(op: Op, names: _Names, indent: str) -> list[str]:
 def print_function(fn: Function) -> str:
     names = _Names()
     args = ", ".join(
-        f"{names(a, '%arg')}: {t}" + (f" {n}" if n else "") for (a, t), n in zip(fn.args, fn.arg_names or [""] * len(fn.args))
+        f"{names(a, '%arg')}: {t}" + (f" {n}" if n else "")
+        for (a, t), n in zip(fn.args, fn.arg_names or [""] * len(fn.args))
     )
     results = ", ".join(map(str, fn.results))
     lines = [f"func {fn.name}({args}) -> ({results})"]

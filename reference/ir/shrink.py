@@ -32,10 +32,12 @@ def truncate_at(text: str, value: str) -> str:
         target = next((v for v, name in reader.ids.items() if name == value), None)
         block = main.regions[0].blocks[0]
         ops = list(block.operations)
-        owner = next((i for i, op in enumerate(ops) if target is not None and any(r == target for r in op.results)), None)
+        owner = next(
+            (i for i, op in enumerate(ops) if target is not None and any(r == target for r in op.results)), None
+        )
         if owner is None:
             raise MalformedIR(f"{value} is not computed by an op of main; cannot cut the program there")
-        for op in reversed(ops[owner + 1:]):
+        for op in reversed(ops[owner + 1 :]):
             op.erase()
         with ir.InsertionPoint(block):
             func.ReturnOp([target])

@@ -21,14 +21,20 @@ def _check_call(op: Op, types: dict[str, TensorType], callee: Function, where: s
     """A call passes as many values as its callee takes, each of the type the callee declares,
     and declares the callee's result types."""
     if len(op.operands) != len(callee.args):
-        raise MalformedIR(f"{where}: call @{callee.name} passes {len(op.operands)} arguments, and @{callee.name} takes {len(callee.args)}")
+        raise MalformedIR(
+            f"{where}: call @{callee.name} passes {len(op.operands)} arguments, and @{callee.name} takes {len(callee.args)}"
+        )
     for i, (value, (param, expected)) in enumerate(zip(op.operands, callee.args)):
         given = types.get(value)
         if given is not None and given != expected:
-            raise MalformedIR(f"{where}: call @{callee.name} passes {value} : {given} as argument {i} ({param}), which is {expected}")
+            raise MalformedIR(
+                f"{where}: call @{callee.name} passes {value} : {given} as argument {i} ({param}), which is {expected}"
+            )
     if tuple(op.result_types) != tuple(callee.results):
         shown = ", ".join(map(str, op.result_types))
-        raise MalformedIR(f"{where}: call @{callee.name} declares results ({shown}), and @{callee.name} returns ({', '.join(map(str, callee.results))})")
+        raise MalformedIR(
+            f"{where}: call @{callee.name} declares results ({shown}), and @{callee.name} returns ({', '.join(map(str, callee.results))})"
+        )
 
 
 def _check_op(op: Op, defined: dict[str, TensorType | None], where: str, functions: dict[str, Function]) -> None:
@@ -58,7 +64,9 @@ def _check_op(op: Op, defined: dict[str, TensorType | None], where: str, functio
         _check_block(region, dict(defined), where, functions)
 
 
-def _check_block(block: Block | Function, defined: dict[str, TensorType | None], where: str, functions: dict[str, Function]) -> None:
+def _check_block(
+    block: Block | Function, defined: dict[str, TensorType | None], where: str, functions: dict[str, Function]
+) -> None:
     defined.update(dict(block.args))
     for op in block.ops:
         _check_op(op, defined, where, functions)

@@ -31,7 +31,8 @@ def linear_gelu(m: int, n: int, k: int, dtype: str = "bf16") -> Module:
             f"%3 = stablehlo.logistic %2 : {y}",
             f"%4 = stablehlo.multiply %2, %3 : {y}",
         ],
-        "%4", y,
+        "%4",
+        y,
     )
 
 
@@ -52,7 +53,8 @@ def softmax(rows: int, cols: int, dtype: str = "f32") -> Module:
             f"%5 = stablehlo.broadcast_in_dim %4, dims = [0] : ({r}) -> {x}",
             f"%6 = stablehlo.divide %3, %5 : {x}",
         ],
-        "%6", x,
+        "%6",
+        x,
     )
 
 
@@ -66,11 +68,16 @@ def transposing_block(dtype: str = "bf16") -> tuple[Function, TensorType, Tensor
     and back (data movement), for a `main` that calls it once per layer."""
     x, w, xt = TensorType((64, 128), dtype), TensorType((128, 128), dtype), TensorType((128, 64), dtype)
     dims = DotDims((), (), (1,), (0,))
-    body = Function("block", (("%x", x), ("%w", w)), (x,), (
-        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
-        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
-        Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
-        Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
-        Op("func.return", (), (), ("%3",), (x,)),
-    ))
+    body = Function(
+        "block",
+        (("%x", x), ("%w", w)),
+        (x,),
+        (
+            Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+            Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
+            Op("stablehlo.transpose", ("%2",), (xt,), ("%1",), (x,), attrs=(("permutation", (1, 0)),)),
+            Op("stablehlo.transpose", ("%3",), (x,), ("%2",), (xt,), attrs=(("permutation", (1, 0)),)),
+            Op("func.return", (), (), ("%3",), (x,)),
+        ),
+    )
     return body, x, w

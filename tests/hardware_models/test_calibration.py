@@ -19,16 +19,22 @@ FITTED = (*GPUS, "spyre")
 RESULTS = check(load_targets())
 
 
-@pytest.mark.parametrize("result", [r for r in RESULTS if r["sample"] == "out"],
-                         ids=lambda r: f"out-of-sample-{r['id']}-{r['target']}-{r['workload']}")
+@pytest.mark.parametrize(
+    "result",
+    [r for r in RESULTS if r["sample"] == "out"],
+    ids=lambda r: f"out-of-sample-{r['id']}-{r['target']}-{r['workload']}",
+)
 def test_model_predicts_each_held_out_row_within_15_percent(result):
     """Rows no fitted value was fitted on (G24, G25, G29, G36 on the H200, G41's 1 GiB add): the
     model's own prediction, measured against a figure it never saw."""
     assert abs(result["error"]) <= 0.15, result
 
 
-@pytest.mark.parametrize("result", [r for r in RESULTS if r["sample"] == "in"],
-                         ids=lambda r: f"in-sample-{r['id']}-{r['target']}-{r['workload']}")
+@pytest.mark.parametrize(
+    "result",
+    [r for r in RESULTS if r["sample"] == "in"],
+    ids=lambda r: f"in-sample-{r['id']}-{r['target']}-{r['workload']}",
+)
 def test_in_sample_rows_are_reproduced_within_15_percent_a_regression_guard(result):
     """Rows a fitted value was fitted on reproduce by construction (to rounding, or to the fit's
     other terms); this guards against a change that breaks the model's use of its own fits."""
@@ -67,8 +73,13 @@ def test_each_rows_figure_matches_the_table():
     for row in ROWS:
         in_notes = row.size == 65536 or (row.id, row.target) == ("G36", "h200")  # G41's small add, G36's H200 figure
         if not in_notes:
-            scale = {"flop_per_s": 1e12, "bytes_per_s": 1e12 if row.id.startswith("G") else 1e9, "s": 1e-3,
-                     "mac_per_s_per_core": 1e9, "bus_bytes_per_s": 1e9}[row.unit]
+            scale = {
+                "flop_per_s": 1e12,
+                "bytes_per_s": 1e12 if row.id.startswith("G") else 1e9,
+                "s": 1e-3,
+                "mac_per_s_per_core": 1e9,
+                "bus_bytes_per_s": 1e9,
+            }[row.unit]
             assert float(table[row.id]["value"]) * scale == pytest.approx(row.measured), row.id
 
 

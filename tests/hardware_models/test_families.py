@@ -36,7 +36,12 @@ def toy(monkeypatch):
 
 def gemm(m: int, n: int, k: int, dtype: str = "f32"):
     a, b, c = t((m, k), dtype), t((k, n), dtype), t((m, n), dtype)
-    return program({"a": a, "b": b}, [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"], "%0", c)
+    return program(
+        {"a": a, "b": b},
+        [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"],
+        "%0",
+        c,
+    )
 
 
 def test_a_toy_family_compiles_and_costs_from_one_module_and_one_file(toy):
@@ -76,9 +81,14 @@ def test_no_module_outside_the_families_branches_on_a_family_name():
         if "families" in path.parts:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Compare) and any(isinstance(n, ast.Attribute) and n.attr == "family" for n in [node.left, *node.comparators]):
+            if isinstance(node, ast.Compare) and any(
+                isinstance(n, ast.Attribute) and n.attr == "family" for n in [node.left, *node.comparators]
+            ):
                 offenders.append(f"{path.name}:{node.lineno} compares .family")
-            if isinstance(node, ast.Dict) and sum(isinstance(k, ast.Constant) and k.value in BUILTIN for k in node.keys) >= 2:
+            if (
+                isinstance(node, ast.Dict)
+                and sum(isinstance(k, ast.Constant) and k.value in BUILTIN for k in node.keys) >= 2
+            ):
                 offenders.append(f"{path.name}:{node.lineno} keys a table by family")
     assert offenders == []
 
@@ -99,7 +109,7 @@ def test_a_pass_that_puts_an_op_in_two_groups_is_named_by_the_verifier(toy, monk
 
 def test_a_pass_that_uncovers_a_tile_is_named_by_the_verifier(toy):
     def shrink_padding(module, plan, target):
-        (gid, tiling), = plan.tilings.items()
+        ((gid, tiling),) = plan.tilings.items()
         return plan.with_(tilings={gid: replace(tiling, padded=(1, 1, 1))})
 
     _break(get_family("toy"), shrink_padding, "toy-shrunk")
@@ -114,16 +124,32 @@ def test_a_pass_that_overfills_a_level_is_named_by_the_verifier(toy):
         return plan.with_(placements={g: replace(p, resident_inputs=(big,)) for g, p in plan.placements.items()})
 
     _break(get_family("toy"), keep_everything, "toy-overfull")
-    with pytest.raises(InvalidPlan, match="after pass keep_everything: g0 keeps 4,194,304 B on chip, over the 1,048,576 B of cache"):
+    with pytest.raises(
+        InvalidPlan, match="after pass keep_everything: g0 keeps 4,194,304 B on chip, over the 1,048,576 B of cache"
+    ):
         compile_plan(elementwise(1 << 20), replace(toy, family="toy-overfull"))
 
 
 def test_compile_plan_records_each_pass_with_its_wall_time():
     plan = compile_plan(linear_gelu(64, 64, 64), get_target("h100"))
-    assert [p.name for p in plan.passes] == ["resolve_dtypes", "fold_upcasts", "assign_groups", "fuse_elementwise", "fuse_attention", "shard_tensor_parallel", "pad_to_tiles", "place_buffers"]
+    assert [p.name for p in plan.passes] == [
+        "resolve_dtypes",
+        "fold_upcasts",
+        "assign_groups",
+        "fuse_elementwise",
+        "fuse_attention",
+        "shard_tensor_parallel",
+        "pad_to_tiles",
+        "place_buffers",
+    ]
     assert all(p.seconds >= 0 for p in plan.passes)
     lines = plan.render().splitlines()
-    assert lines[7].startswith("  pass pad_to_tiles: 2 groups, ") and lines[7].split()[-1] in ("ns", "µs", "ms", "s")  # a scaled unit
+    assert lines[7].startswith("  pass pad_to_tiles: 2 groups, ") and lines[7].split()[-1] in (
+        "ns",
+        "µs",
+        "ms",
+        "s",
+    )  # a scaled unit
 
 
 def test_the_l2_resident_fraction_is_a_knob_of_the_target_file():

@@ -54,15 +54,27 @@ HEADER = "entry,shapes,dtype,mode,median_s,iqr_s,calls,device,note\n"
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("text, needle", [
-    (None, "cannot read"),
-    ("", "no rows"),
-    (HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA GeForce RTX 4090,\n", "unknown devices"),
-    (HEADER + "matmul,m n k,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: shapes 'm n k' are not NAME=VALUE pairs"),
-    (HEADER + "matmul,m=abc n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: matmul: m='abc' is invalid"),
-    (HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,0,1e-6,30,NVIDIA H200,\n", "line 2: median_s '0' is not a positive time"),
-    (HEADER + "nope,m=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: unknown kernel or model 'nope'"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        (None, "cannot read"),
+        ("", "no rows"),
+        (HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA GeForce RTX 4090,\n", "unknown devices"),
+        (
+            HEADER + "matmul,m n k,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n",
+            "line 2: shapes 'm n k' are not NAME=VALUE pairs",
+        ),
+        (
+            HEADER + "matmul,m=abc n=256 k=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n",
+            "line 2: matmul: m='abc' is invalid",
+        ),
+        (
+            HEADER + "matmul,m=256 n=256 k=256,bfloat16,graph,0,1e-6,30,NVIDIA H200,\n",
+            "line 2: median_s '0' is not a positive time",
+        ),
+        (HEADER + "nope,m=256,bfloat16,graph,1e-5,1e-6,30,NVIDIA H200,\n", "line 2: unknown kernel or model 'nope'"),
+    ],
+)
 def test_gpu_compare_refuses_a_file_it_cannot_read_in_one_line_and_writes_nothing(tmp_path, capsys, text, needle):
     from benchmarks.gpu_compare import main
 

@@ -20,7 +20,7 @@ def _costs(m, n, k, dtype="bf16", target="h100"):
     t = get_target(target)
     module = gemm_module(m, n, k, dtype)
     plan = compile_plan(module, t)
-    (gid, chosen), = plan.tilings.items()
+    ((gid, chosen),) = plan.tilings.items()
     group = next(g for g in plan.groups if g.id == gid)
     fixed = gpu_candidates(chosen.shape, t, m * n * 2)[0]  # (128, 256) shrunk to the shape, no split
     assert fixed.tile[:2] == (min(128, -(-m // 16) * 16), min(256, -(-n // 16) * 16)) and fixed.split_k == 1
@@ -28,8 +28,11 @@ def _costs(m, n, k, dtype="bf16", target="h100"):
     return chosen, gpu_group_cost(module, plan, group, t), gpu_group_cost(module, fixed_plan, group, t)
 
 
-@pytest.mark.parametrize("m,n,k", [(m, n, k) for m in ODD for n in (63, 129, 4096) for k in (65, 4096)]
-                         + [(8192, 8192, 8192), (256, 512, 2048), (1, 2048, 8192)])
+@pytest.mark.parametrize(
+    "m,n,k",
+    [(m, n, k) for m in ODD for n in (63, 129, 4096) for k in (65, 4096)]
+    + [(8192, 8192, 8192), (256, 512, 2048), (1, 2048, 8192)],
+)
 def test_the_chosen_tiling_is_never_costlier_than_the_fixed_128_by_256_tile(m, n, k):
     """Property: the choice minimises the cost model's own time, so it never loses to the old tile."""
     chosen, cost, fixed = _costs(m, n, k)

@@ -34,18 +34,34 @@ from hardware_models.target import check_derivations, get_target
 from reference.errors import UnknownName
 
 
-def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "48K", "0", 12), (1, "Instruction", "32K", "0", 8),
-                                                                 (2, "Unified", "2048K", "0", 16), (3, "Unified", "105M", "0-55", 15))):
+def fake_machine(
+    tmp_path,
+    flags="fpu sse2 avx avx2 fma",
+    caches=(
+        (1, "Data", "48K", "0", 12),
+        (1, "Instruction", "32K", "0", 8),
+        (2, "Unified", "2048K", "0", 16),
+        (3, "Unified", "105M", "0-55", 15),
+    ),
+):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 2000.000\nflags\t\t: {flags}\n\nprocessor\t: 1\n")
+    cpuinfo.write_text(
+        f"processor\t: 0\nmodel name\t: Test CPU\ncpu MHz\t\t: 2000.000\nflags\t\t: {flags}\n\nprocessor\t: 1\n"
+    )
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       1048576 kB\n")
     root = tmp_path / "cache"
     for i, (level, kind, size, shared, ways) in enumerate(caches):
         d = root / f"index{i}"
         d.mkdir(parents=True)
-        for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared), ("ways_of_associativity", ways),
-                            ("coherency_line_size", 64)):
+        for name, value in (
+            ("level", level),
+            ("type", kind),
+            ("size", size),
+            ("shared_cpu_list", shared),
+            ("ways_of_associativity", ways),
+            ("coherency_line_size", 64),
+        ):
             (d / name).write_text(f"{value}\n")
     return read_host(cpuinfo, meminfo, root)
 
@@ -53,8 +69,11 @@ def fake_machine(tmp_path, flags="fpu sse2 avx avx2 fma", caches=((1, "Data", "4
 def test_the_os_description_is_parsed_caches_innermost_first_instruction_cache_left_out(tmp_path):
     host = fake_machine(tmp_path)
     assert host.model == "Test CPU" and host.clock_hz == 2e9 and host.memory_bytes == 2**30
-    assert [(c.name, c.bytes, c.shared_by, c.ways, c.line) for c in host.caches] == [("l1d", 48 * 1024, 1, 12, 64), ("l2", 2 * 2**20, 1, 16, 64),
-                                                                                     ("l3", 105 * 2**20, 56, 15, 64)]
+    assert [(c.name, c.bytes, c.shared_by, c.ways, c.line) for c in host.caches] == [
+        ("l1d", 48 * 1024, 1, 12, 64),
+        ("l2", 2 * 2**20, 1, 16, 64),
+        ("l3", 105 * 2**20, 56, 15, 64),
+    ]
     assert host.f32_lanes == 8 and host.features == ("sse2", "avx", "avx2", "fma") and not host.missing
 
 
@@ -101,33 +120,55 @@ def synthetic_rows(dispatch=2e-6, bandwidth=50e9, gemm=100e9, exp_rate=1e9):
         loop = 0.2e-6 if spec.runtime != "eager" else 0  # a one-loop program's call: 0.2 us above the dispatch
         if spec.workload == "add":  # a compiled loop's call (XLA's stream row too)
             t += loop
-        if spec.workload == "gemm":  # the tiny, small and middle GEMMs at 1/4, 1/2 and 3/4 the large one's rate; XLA's a kernel of a GEMM program
-            share = {TINY_GEMM_N: 0.25, SMALL_GEMM_N: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0) if spec.dtype == "f32" else 1.0
+        if (
+            spec.workload == "gemm"
+        ):  # the tiny, small and middle GEMMs at 1/4, 1/2 and 3/4 the large one's rate; XLA's a kernel of a GEMM program
+            share = (
+                {TINY_GEMM_N: 0.25, SMALL_GEMM_N: 0.5, MID_GEMM_N: 0.75}.get(spec.size, 1.0)
+                if spec.dtype == "f32"
+                else 1.0
+            )
             t += (1e-6 if spec.runtime == "xla" else 0) + spec.flops / (gemm * share)
         if spec.workload == "mm-chain":
             t += 1e-6 * spec.size
         if spec.workload == "unary":  # the runtime's call of one tiny loop, then compute-bound
-            t += loop + spec.size / (exp_rate * (1 + FUNCTIONS.index(spec.fn)) if spec.fn in FUNCTIONS else exp_rate / 2)
+            t += loop + spec.size / (
+                exp_rate * (1 + FUNCTIONS.index(spec.fn)) if spec.fn in FUNCTIONS else exp_rate / 2
+            )
         if spec.workload == "reduce":
             t += loop + spec.size / 5e9
         if spec.workload == "sdpa":  # 0.1 us per query row
             t += 0.1e-6 * 256
         if spec.workload == "dots":  # XLA's dots: 3 us each, + their FLOPs at the small GEMM rate (half the large)
             t += 1e-6 + spec.size * (3e-6 + 2 * 32**3 / (gemm / 2))
-        if spec.workload == "weights":  # 16 GEMMs (32 x 256 x 512: at the curve's 58.3 GFLOP/s, 1/3 of the way from the small
+        if (
+            spec.workload == "weights"
+        ):  # 16 GEMMs (32 x 256 x 512: at the curve's 58.3 GFLOP/s, 1/3 of the way from the small
             # row to the middle one in log FLOPs, + (256 * 512 - 131072^(2/3)... packed) bytes at 6 GB/s), each its call
             # (eager: a dispatch; XLA: one call, each dot 3 us), + 16 weights streamed at 8 GB/s when they are distinct
             one = 2 * 32 * 256 * 512 / (gemm * (0.5 + 0.25 / 3)) + (256 * 512 - (32 * 256 * 512) ** (2 / 3)) * 4 / 6e9
-            t += (16 * (one + 3e-6) + 1e-6 if spec.runtime == "xla" else 16 * one + 15 * dispatch) + (16 * 512 * 1024 / 8e9 if spec.size > 1 else 0)
-        if spec.workload == "strided":  # the conflicting stride (the smaller row) at 0.5 G elements/s, the other at 2.5 G
+            t += (16 * (one + 3e-6) + 1e-6 if spec.runtime == "xla" else 16 * one + 15 * dispatch) + (
+                16 * 512 * 1024 / 8e9 if spec.size > 1 else 0
+            )
+        if (
+            spec.workload == "strided"
+        ):  # the conflicting stride (the smaller row) at 0.5 G elements/s, the other at 2.5 G
             t += loop + spec.flops / (0.5e9 if spec.size % 1024 == 0 else 2.5e9)
-        if spec.workload == "gemv":  # the weight read at 40 GB/s (XLA: 80), after the call of a one-GEMM program (XLA's: 1 us more)
+        if (
+            spec.workload == "gemv"
+        ):  # the weight read at 40 GB/s (XLA: 80), after the call of a one-GEMM program (XLA's: 1 us more)
             t += spec.size**2 * 4 / 40e9 if spec.runtime == "eager" else 1e-6 + spec.size**2 * 4 / 80e9
         if spec.workload == "conv" and spec.size == EIGEN_CONV:  # XLA's own: a batch's fixed 80 us, then 70 ns a pixel
             t += 1e-6 + 80e-6 + 2 * 32 * 32 * 70e-9
-        elif spec.workload == "conv":  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
+        elif (
+            spec.workload == "conv"
+        ):  # a library call's fixed 50 us (80 us for a batch), then 20 GFLOP/s at K / (K + 30)
             images, c_in = CONV_SHAPES[spec.size][:2]
-            t += (1e-6 if spec.runtime != "eager" else 0) + (80e-6 if images > 1 else 50e-6) + spec.flops / (20e9 * 9 * c_in / (9 * c_in + 30))
+            t += (
+                (1e-6 if spec.runtime != "eager" else 0)
+                + (80e-6 if images > 1 else 50e-6)
+                + spec.flops / (20e9 * 9 * c_in / (9 * c_in + 30))
+            )
         if spec.workload == "mean":
             spec = RowSpec(spec.id, spec.runtime, spec.workload, spec.dtype, 4)
             t += 4 * 0.5e-6
@@ -171,11 +212,20 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
         assert fits[f"fitted.{runtime}_conv_s"] == pytest.approx(50e-6, rel=1e-6)
         assert fits[f"fitted.{runtime}_conv_batched_s"] == pytest.approx(80e-6, rel=1e-6)
     assert fits["fitted.eager_gelu_per_s"] == pytest.approx(0.5e9, rel=1e-6) and "fitted.xla_gelu_per_s" not in fits
-    assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(1e-6)
+    assert fits["fitted.inductor_kernel_s"] == pytest.approx(1e-6) and fits["fitted.xla_kernel_s"] == pytest.approx(
+        1e-6
+    )
     assert fits["fitted.eager_nested_s"] == pytest.approx(0.5e-6)
-    assert fits["fitted.eager_module_call_s"] == pytest.approx(1e-6) and fits["fitted.eager_param_s"] == pytest.approx(0.7e-6)
+    assert fits["fitted.eager_module_call_s"] == pytest.approx(1e-6) and fits["fitted.eager_param_s"] == pytest.approx(
+        0.7e-6
+    )
     assert fits["fitted.eager_index_add_s"] == pytest.approx(6e-6)
-    for fn in ("gelu", "silu", "layer_norm", "softmax"):  # each ATen kernel's fixed cost, its work on one core taken out
+    for fn in (
+        "gelu",
+        "silu",
+        "layer_norm",
+        "softmax",
+    ):  # each ATen kernel's fixed cost, its work on one core taken out
         assert fits[f"fitted.eager_{fn}_s"] == pytest.approx(4e-6, rel=1e-6)
     assert fits["fitted.gemm_f32_tiny_flop_per_s"] == pytest.approx(25e9, rel=1e-6)
     assert "fitted.xla_gemm_f32_tiny_flop_per_s" not in fits  # XLA's tiny dots: fitted.xla_dot_s
@@ -186,15 +236,25 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
         assert fits[f"fitted.{runtime}_reduce_per_s"] == pytest.approx(5e9, rel=1e-6)
     assert fits["fitted.gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
     assert fits["fitted.xla_gemm_f32_small_flop_per_s"] == pytest.approx(50e9, rel=1e-6)
-    assert fits["fitted.gemm_f32_mid_flop_per_s"] == fits["fitted.xla_gemm_f32_mid_flop_per_s"] == pytest.approx(75e9, rel=1e-6)
+    assert (
+        fits["fitted.gemm_f32_mid_flop_per_s"]
+        == fits["fitted.xla_gemm_f32_mid_flop_per_s"]
+        == pytest.approx(75e9, rel=1e-6)
+    )
     assert fits["fitted.eager_sdpa_row_s"] == pytest.approx(0.1e-6, rel=1e-6)
     assert fits["fitted.gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
     assert fits["fitted.xla_dot_s"] == pytest.approx(3e-6, rel=1e-6)
     assert fits["fitted.xla_gemm_cold_bytes_per_s"] == pytest.approx(8e9, rel=1e-6)
     assert fits["fitted.xla_stream_bytes_per_s"] == pytest.approx(50e9, rel=1e-6)  # its row less XLA's loop call
-    assert fits["fitted.xla_conflict_per_s"] == pytest.approx(0.5e9, rel=1e-6) and fits["fitted.xla_strided_per_s"] == pytest.approx(2.5e9, rel=1e-6)
-    assert fits["fitted.gemv_bytes_per_s"] == pytest.approx(40e9, rel=1e-6) and fits["fitted.xla_gemv_bytes_per_s"] == pytest.approx(80e9, rel=1e-6)
-    assert fits["fitted.gemm_pack_bytes_per_s"] == pytest.approx(6e9, rel=1e-6) == fits["fitted.xla_gemm_pack_bytes_per_s"]
+    assert fits["fitted.xla_conflict_per_s"] == pytest.approx(0.5e9, rel=1e-6) and fits[
+        "fitted.xla_strided_per_s"
+    ] == pytest.approx(2.5e9, rel=1e-6)
+    assert fits["fitted.gemv_bytes_per_s"] == pytest.approx(40e9, rel=1e-6) and fits[
+        "fitted.xla_gemv_bytes_per_s"
+    ] == pytest.approx(80e9, rel=1e-6)
+    assert (
+        fits["fitted.gemm_pack_bytes_per_s"] == pytest.approx(6e9, rel=1e-6) == fits["fitted.xla_gemm_pack_bytes_per_s"]
+    )
     assert fits["fitted.xla_conv_pixel_s"] == pytest.approx(70e-9, rel=1e-6)
 
 
@@ -236,12 +296,18 @@ def test_an_eager_gemm_costs_its_flops_at_the_fitted_rate_plus_one_dispatch_by_h
     t = get_target("host-cpu")
     n = 1024
     op = FrameworkOp("mm", 3 * n * n * 4, 2 * n**3, contraction=True, elements=n * n)
-    memory_s = op.bytes / t["levels.l3.bytes_per_s"] if op.bytes <= t["levels.l3.bytes"] else op.bytes / t["levels.dram.bytes_per_s"]
+    memory_s = (
+        op.bytes / t["levels.l3.bytes_per_s"]
+        if op.bytes <= t["levels.l3.bytes"]
+        else op.bytes / t["levels.dram.bytes_per_s"]
+    )
     expected = max(2 * n**3 / t["fitted.gemm_f32_flop_per_s"], memory_s) + t["fitted.eager_dispatch_s"]
     got = eager_seconds([op], t, module_calls=1)
     assert got.seconds == pytest.approx(expected + t["fitted.eager_module_call_s"])
     nested = FrameworkOp("view", 0, 0, nested=True)
-    assert eager_seconds([op, nested], t, 0).seconds - eager_seconds([op], t, 0).seconds == pytest.approx(t["fitted.eager_nested_s"])
+    assert eager_seconds([op, nested], t, 0).seconds - eager_seconds([op], t, 0).seconds == pytest.approx(
+        t["fitted.eager_nested_s"]
+    )
 
 
 def test_a_modules_parameters_and_an_index_add_cost_their_measured_fixed_costs_by_hand():
@@ -252,7 +318,9 @@ def test_a_modules_parameters_and_an_index_add_cost_their_measured_fixed_costs_b
     three = eager_seconds([], t, module_calls=2, parameters=3)
     assert three.overhead_s == pytest.approx(2 * t["fitted.eager_module_call_s"] + 3 * t["fitted.eager_param_s"])
     index_add, scatter = (FrameworkOp(name, 0, 0) for name in ("index_add", "scatter"))
-    assert eager_seconds([index_add], t, 0).seconds == pytest.approx(t["fitted.eager_dispatch_s"] + t["fitted.eager_index_add_s"])
+    assert eager_seconds([index_add], t, 0).seconds == pytest.approx(
+        t["fitted.eager_dispatch_s"] + t["fitted.eager_index_add_s"]
+    )
     assert eager_seconds([scatter], t, 0).seconds == pytest.approx(t["fitted.eager_dispatch_s"])
 
 
@@ -264,7 +332,9 @@ def test_xla_kernels_stream_no_faster_than_xlas_own_stream_row():
     t = get_target("host-cpu")
     for level in t.levels:
         assert stream_bandwidth(t, "inductor", level) == t.level_value(level, "bytes_per_s")
-        assert stream_bandwidth(t, "xla", level) == min(t.level_value(level, "bytes_per_s"), t["fitted.xla_stream_bytes_per_s"])
+        assert stream_bandwidth(t, "xla", level) == min(
+            t.level_value(level, "bytes_per_s"), t["fitted.xla_stream_bytes_per_s"]
+        )
 
 
 def test_xla_gemms_keep_pytorchs_ratio_between_types():
@@ -294,10 +364,16 @@ def test_a_broadcast_producer_is_recomputed_per_outer_iteration_a_hoisted_one_is
     from jax_side.lower import lower_function
 
     t = get_target("host-cpu")
-    rope = lower_function(lambda x, a: x * jnp.cos(a)[None, None], jax.ShapeDtypeStruct((2, 3, 16, 8), jnp.float32),
-                          jax.ShapeDtypeStruct((16, 8), jnp.float32))
-    norm = lower_function(lambda x, v: x * jax.lax.rsqrt(v), jax.ShapeDtypeStruct((16, 8), jnp.float32),
-                          jax.ShapeDtypeStruct((16, 1), jnp.float32))
+    rope = lower_function(
+        lambda x, a: x * jnp.cos(a)[None, None],
+        jax.ShapeDtypeStruct((2, 3, 16, 8), jnp.float32),
+        jax.ShapeDtypeStruct((16, 8), jnp.float32),
+    )
+    norm = lower_function(
+        lambda x, v: x * jax.lax.rsqrt(v),
+        jax.ShapeDtypeStruct((16, 8), jnp.float32),
+        jax.ShapeDtypeStruct((16, 1), jnp.float32),
+    )
     for lowering, factor in ((rope, 2 * 3), (norm, 1)):
         plan = compile_plan(lowering, t)
         (group,) = [g for g in plan.groups if g.kind == "fusion"]
@@ -319,7 +395,9 @@ def test_each_transcendental_costs_its_own_measured_rate_and_one_without_a_row_c
         # no bytes, so the time is the function's evaluations at its rate, plus one dispatch (and
         # ATen's own GELU kernel's fixed cost per call)
         fixed = t["fitted.eager_gelu_s"] if fn == "gelu" else 0.0
-        assert eager_seconds([op], t, 0).seconds == pytest.approx(n / t[f"fitted.eager_{fn}_per_s"] + t["fitted.eager_dispatch_s"] + fixed)
+        assert eager_seconds([op], t, 0).seconds == pytest.approx(
+            n / t[f"fitted.eager_{fn}_per_s"] + t["fitted.eager_dispatch_s"] + fixed
+        )
 
 
 @pytest.mark.jax
@@ -416,27 +494,36 @@ def test_a_gemms_rate_follows_the_measured_rows_by_hand():
         assert gemm_rate(t, "f32", runtime, MID_GEMM_FLOPS) == pytest.approx(mid)
         assert gemm_rate(t, "f32", runtime, LARGE_GEMM_FLOPS * 8) == pytest.approx(large)
         assert gemm_rate(t, "f32", runtime, 2 * 512**3) == pytest.approx((mid + large) / 2)
-        assert gemm_rate(t, "f32", runtime, (SMALL_GEMM_FLOPS * MID_GEMM_FLOPS) ** 0.5) == pytest.approx((small + mid) / 2)
+        assert gemm_rate(t, "f32", runtime, (SMALL_GEMM_FLOPS * MID_GEMM_FLOPS) ** 0.5) == pytest.approx(
+            (small + mid) / 2
+        )
         assert size_factor(t, runtime, None) == 1.0
     # a batched GEMM's rate follows one member: 64 GEMMs of 128^3 run at the small rate
     op = FrameworkOp("bmm", 0, 64 * SMALL_GEMM_FLOPS, contraction=True, batch=64)
     one = FrameworkOp("bmm", 0, SMALL_GEMM_FLOPS, contraction=True)
     assert eager_seconds([op], t, 0).work_s - t["fitted.eager_dispatch_s"] == pytest.approx(
-        64 * (eager_seconds([one], t, 0).work_s - t["fitted.eager_dispatch_s"]), rel=1e-9)
+        64 * (eager_seconds([one], t, 0).work_s - t["fitted.eager_dispatch_s"]), rel=1e-9
+    )
 
 
 def test_a_reduction_costs_its_elements_at_the_runtimes_reduce_rate_by_hand():
     t = get_target("host-cpu")
     n = 4 * GRAIN  # above the grain: every core, as the row was measured
     op = FrameworkOp("sum", 0, 0, elements=n, reduced=n)
-    assert eager_seconds([op], t, 0).work_s == pytest.approx(n / t["fitted.eager_reduce_per_s"] + t["fitted.eager_dispatch_s"])
+    assert eager_seconds([op], t, 0).work_s == pytest.approx(
+        n / t["fitted.eager_reduce_per_s"] + t["fitted.eager_dispatch_s"]
+    )
 
 
 def test_the_fused_attention_pays_per_query_row_by_hand():
     t = get_target("host-cpu")
     flops, rows = 4 * 2 * 8 * 32 * 32 * 16, 2 * 8 * 32
     op = FrameworkOp("_scaled_dot_product_flash_attention_for_cpu", 0, flops, contraction=True, batch=16, rows=rows)
-    expected = flops / gemm_rate(t, "f32", "eager", flops / 16) + rows * t["fitted.eager_sdpa_row_s"] + t["fitted.eager_dispatch_s"]
+    expected = (
+        flops / gemm_rate(t, "f32", "eager", flops / 16)
+        + rows * t["fitted.eager_sdpa_row_s"]
+        + t["fitted.eager_dispatch_s"]
+    )
     assert eager_seconds([op], t, 0).work_s == pytest.approx(expected)
 
 
@@ -458,7 +545,9 @@ def test_a_program_of_loops_alone_pays_the_loop_call_one_with_a_gemm_the_gemm_ca
 def test_a_stream_pair_whose_difference_is_noise_falls_back_to_the_larger_row_less_the_dispatch():
     rows = synthetic_rows()
     lo, hi = sorted((m for m in rows if m.spec.level == "l1d"), key=lambda m: m.spec.size)
-    noisy = [Measured(m.spec, m.median_s, 1.0 if m in (lo, hi) else 0.0, m.runs) for m in rows]  # an IQR far above the gap
+    noisy = [
+        Measured(m.spec, m.median_s, 1.0 if m in (lo, hi) else 0.0, m.runs) for m in rows
+    ]  # an IQR far above the gap
     key = "fitted.l1d_bytes_per_s"
     value, cited = fit(noisy, CORES)[key]
     assert value == pytest.approx(hi.spec.bytes / (hi.median_s - 2e-6)) and cited == f"{hi.spec.id} H01"
@@ -475,8 +564,9 @@ def test_a_convolution_pays_its_batch_fixed_cost_and_runs_slower_the_shallower_i
     expected = flops / (rate * 72 / (72 + k0)) + t["fitted.eager_conv_batched_s"] + t["fitted.eager_nested_s"]
     assert eager_seconds([op], t, 0).work_s == pytest.approx(expected)
     one = FrameworkOp("convolution", 0, flops // 2, contraction=True, nested=True, batch=1, depth=72)
-    assert eager_seconds([one], t, 0).work_s == pytest.approx(expected / 1 - flops / 2 / (rate * 72 / (72 + k0))
-                                                          - t["fitted.eager_conv_batched_s"] + t["fitted.eager_conv_s"])
+    assert eager_seconds([one], t, 0).work_s == pytest.approx(
+        expected / 1 - flops / 2 / (rate * 72 / (72 + k0)) - t["fitted.eager_conv_batched_s"] + t["fitted.eager_conv_s"]
+    )
     assert conv_rate(t, "f32", "eager", 10**9) == pytest.approx(rate)  # deep: the full rate
     assert conv_rate(t, "f32", "eager", int(k0)) == pytest.approx(rate * int(k0) / (int(k0) + k0))  # about half at K0
 
@@ -495,6 +585,7 @@ def test_xla_cpu_ends_a_kernel_at_each_reduction_inductor_keeps_a_norm_in_one():
 
     t = get_target("host-cpu")
     x = jax.ShapeDtypeStruct((63, 65), jnp.float32)
+
     def layernorm(a):
         d = a - a.mean(-1, keepdims=True)
         return d * jax.lax.rsqrt((d * d).mean(-1, keepdims=True) + 1e-5)
@@ -508,7 +599,9 @@ def test_xla_cpu_ends_a_kernel_at_each_reduction_inductor_keeps_a_norm_in_one():
         reductions = [i for i, p in enumerate(plan.ops) if category(p.op) == "reduction"]
         assert len({owner[i] for i in reductions}) == len(reductions) == 2  # one kernel each
         for i in reductions:  # no consumer of a reduction in its kernel
-            readers = [j for j, p in enumerate(plan.ops) if any(graph.producer.get(graph.root(v)) == i for v in p.operands)]
+            readers = [
+                j for j, p in enumerate(plan.ops) if any(graph.producer.get(graph.root(v)) == i for v in p.operands)
+            ]
             assert readers and all(owner.get(j) != owner[i] for j in readers)
 
 
@@ -582,7 +675,9 @@ def test_sine_and_cosine_are_timed_on_ropes_angle_table_the_rest_on_their_domain
     half = ANGLE_HEAD_DIM // 2
     assert not table[:ANGLE_HEAD_DIM].any()  # position 0
     assert table[ANGLE_HEAD_DIM + 1] == pytest.approx(10000.0 ** (-2 / ANGLE_HEAD_DIM))  # position 1, frequency 1
-    assert table[2 * ANGLE_HEAD_DIM + half + 1] == pytest.approx(2 * 10000.0 ** (-2 / ANGLE_HEAD_DIM))  # its second copy
+    assert table[2 * ANGLE_HEAD_DIM + half + 1] == pytest.approx(
+        2 * 10000.0 ** (-2 / ANGLE_HEAD_DIM)
+    )  # its second copy
     x = np.linspace(-2.0, 2.0, n, dtype=np.float32)
     for fn in ("sine", "cosine"):
         assert np.array_equal(_domain(fn, x, np.asarray), table)

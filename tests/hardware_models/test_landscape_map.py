@@ -8,10 +8,28 @@ from hardware_models.landscape_map import FAMILIES, _read_prose, landscape_map
 from hardware_models.target import get_target
 from reference.errors import BadTargetFile
 
-ROWS = ("execution model", "memory hierarchy", "programming model", "compiler strategy", "key trade-off", "graph capture",
-        "scheduling granularity", "fusion boundaries", "data-dependent control", "IR stages", "fusion strategy",
-        "tiling decision", "layout propagation", "on-chip capacity", "off-chip bandwidth", "alignment constraints",
-        "KV-cache strategy", "peak FLOP/s (16-bit)", "peak bandwidth", "ridge point")
+ROWS = (
+    "execution model",
+    "memory hierarchy",
+    "programming model",
+    "compiler strategy",
+    "key trade-off",
+    "graph capture",
+    "scheduling granularity",
+    "fusion boundaries",
+    "data-dependent control",
+    "IR stages",
+    "fusion strategy",
+    "tiling decision",
+    "layout propagation",
+    "on-chip capacity",
+    "off-chip bandwidth",
+    "alignment constraints",
+    "KV-cache strategy",
+    "peak FLOP/s (16-bit)",
+    "peak bandwidth",
+    "ridge point",
+)
 
 
 def test_the_map_has_every_row_for_all_five_families():
@@ -29,7 +47,11 @@ def test_number_rows_are_read_from_the_target_files():
 
 
 def test_a_map_file_missing_a_cell_names_the_family_and_the_key(tmp_path):
-    text = (_read_prose.__globals__["MAP_FILE"]).read_text().replace('kv_cache_strategy = "in LPDDR5, sticked on the head dimension"\n', "")
+    text = (
+        (_read_prose.__globals__["MAP_FILE"])
+        .read_text()
+        .replace('kv_cache_strategy = "in LPDDR5, sticked on the head dimension"\n', "")
+    )
     path = tmp_path / "map.toml"
     path.write_text(text)
     with pytest.raises(BadTargetFile, match="spyre.*kv_cache_strategy"):

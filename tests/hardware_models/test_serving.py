@@ -14,8 +14,12 @@ from reference.errors import InvalidShape, MalformedInput
 
 # A step costs 5 ms of weights until 256 tokens make it compute bound (then 0.02 ms a token), plus
 # attention: a prompt chunk c costs 1e-8 x c^2 s, a decode 1 us + 40 ns a cached token.
-COSTS = StepCosts(dense=((1, 0.005), (256, 0.005), (8192, 0.16)), prefill_attention=((1, 1e-8), (8192, 0.67)),
-                  decode_attention=((1, 1e-6, 4e-8), (256, 1e-6, 4e-8)), chips=1)
+COSTS = StepCosts(
+    dense=((1, 0.005), (256, 0.005), (8192, 0.16)),
+    prefill_attention=((1, 1e-8), (8192, 0.67)),
+    decode_attention=((1, 1e-6, 4e-8), (256, 1e-6, 4e-8)),
+    chips=1,
+)
 ROOMY = 10**6  # cache blocks: never full
 
 
@@ -30,7 +34,26 @@ def test_block_arithmetic_by_hand():
 
 
 def test_grids_cover_their_ends():
-    assert token_grid(8192) == (1, 4, 16, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)
+    assert token_grid(8192) == (
+        1,
+        4,
+        16,
+        64,
+        96,
+        128,
+        192,
+        256,
+        384,
+        512,
+        768,
+        1024,
+        1536,
+        2048,
+        3072,
+        4096,
+        6144,
+        8192,
+    )
     assert token_grid(100, (63, 65)) == (1, 4, 16, 63, 64, 65, 96, 100)
     assert batch_grid(256) == (1, 8, 64, 256) and batch_grid(1) == (1,)
 
@@ -46,13 +69,19 @@ def test_step_cost_by_hand():
 def test_a_chunk_after_a_long_context_pays_its_scores_and_the_launches_once():
     # attention 0.1 ms of launches + 1e-8 s a score: a 3-token chunk after 8,189 computes 3 x 8,192
     # scores, 0.1 ms + 0.25 ms, not its own time (~0.1 ms) scaled by 8,192 / 3 (the 275 ms it once cost)
-    costs = StepCosts(dense=((1, 0.005), (8192, 0.16)), prefill_attention=((1, 1e-4 + 1e-8), (8192, 1e-4 + 1e-8 * 8192**2)),
-                      decode_attention=((1, 1e-6, 4e-8),), chips=1)
+    costs = StepCosts(
+        dense=((1, 0.005), (8192, 0.16)),
+        prefill_attention=((1, 1e-4 + 1e-8), (8192, 1e-4 + 1e-8 * 8192**2)),
+        decode_attention=((1, 1e-6, 4e-8),),
+        chips=1,
+    )
     assert costs.prefill_attention_s(3, 8189) == pytest.approx(1e-4 + 1e-8 * 3 * 8192, rel=1e-6)
     assert costs.prefill_attention_s(8192) == pytest.approx(1e-4 + 1e-8 * 8192**2)
     # two chunks of a prompt cost its scores below the diagonal block's (c x (k + c) each): less than one
     halves = costs.prefill_attention_s(4096) + costs.prefill_attention_s(4096, 4096)
-    assert halves == pytest.approx(2e-4 + 1e-8 * (4096**2 + 4096 * 8192), rel=1e-6) and halves < costs.prefill_attention_s(8192)
+    assert halves == pytest.approx(
+        2e-4 + 1e-8 * (4096**2 + 4096 * 8192), rel=1e-6
+    ) and halves < costs.prefill_attention_s(8192)
 
 
 def test_one_request_alone_is_its_prefill_then_its_decode_steps():
@@ -67,8 +96,12 @@ def test_one_request_alone_is_its_prefill_then_its_decode_steps():
 @pytest.mark.parametrize("scheduler", ["chunked", "prefill-first"])
 def test_throughput_rises_with_concurrency_until_compute_saturates(scheduler):
     engine = EngineConfig(scheduler=scheduler)
-    rates = [run(Workload(requests=4 * c, input_len=256, output_len=64, concurrency=c), engine).summary["output_tokens_per_s"]
-             for c in (1, 2, 8, 32, 256, 1024)]
+    rates = [
+        run(Workload(requests=4 * c, input_len=256, output_len=64, concurrency=c), engine).summary[
+            "output_tokens_per_s"
+        ]
+        for c in (1, 2, 8, 32, 256, 1024)
+    ]
     assert all(b > a for a, b in zip(rates[:4], rates[1:5])), rates
     # past the batch cap (256 running) more requests only queue: throughput stops rising
     assert rates[5] <= rates[4] * 1.1, rates
@@ -93,8 +126,11 @@ def test_a_full_paged_cache_preempts_the_youngest_and_every_request_still_finish
 
 
 def test_without_preemption_a_paged_cache_still_finishes():
-    result = run(Workload(requests=30, input_len=100, output_len=400, concurrency=20),
-                 EngineConfig(cache="paged", preempt=False), blocks=200)
+    result = run(
+        Workload(requests=30, input_len=100, output_len=400, concurrency=20),
+        EngineConfig(cache="paged", preempt=False),
+        blocks=200,
+    )
     assert result.summary["requests"] == 30
 
 
@@ -152,25 +188,29 @@ def test_capacity_search_finds_a_rate_that_meets_the_slo_and_one_just_above_that
 
 def test_capacity_search_over_concurrency():
     def at(c, cap):
-        return run(Workload(requests=4 * int(c), input_len=256, output_len=32, concurrency=int(c)),
-                   EngineConfig(max_batch=cap)).summary
+        return run(
+            Workload(requests=4 * int(c), input_len=256, output_len=32, concurrency=int(c)), EngineConfig(max_batch=cap)
+        ).summary
 
     best, trials = search(at, SLO(ttft_s=None, tpot_s=0.008), mode="concurrency", batch_caps=(128,), start=1)
     assert best is not None and best.summary["tpot_s"]["p90"] <= 0.008
     assert any(t.load == best.load + 1 and not t.met for t in trials)
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("input_len,output_len\n10,5\nabc,5\n", "line 3: input_len must be an integer >= 1"),
-    ("input_len,output_len\n10,0\n", "line 2: output_len must be an integer >= 1"),
-    ("input_len\n10\n", "the header lacks output_len"),
-    ("arrival_s,input_len,output_len\n1,10,5\n0.5,10,5\n", "line 3: arrival_s 0.5 is before"),
-    ("arrival_s,input_len,output_len\n1,10,5\n,10,5\n", "line 3: arrival_s is missing"),
-    ("arrival_s,input_len,output_len\nnan,10,5\n", "line 2: arrival_s must be a number"),
-    ('{"input_len": 10, "output_len": 5}\n{"input_len": 10}\n', "line 2: output_len is missing"),
-    ('{"input_len": 10, "output_len": 5}\nnot json\n', "line 2: not a JSON object"),
-    ("input_len,output_len\n", "no requests"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("input_len,output_len\n10,5\nabc,5\n", "line 3: input_len must be an integer >= 1"),
+        ("input_len,output_len\n10,0\n", "line 2: output_len must be an integer >= 1"),
+        ("input_len\n10\n", "the header lacks output_len"),
+        ("arrival_s,input_len,output_len\n1,10,5\n0.5,10,5\n", "line 3: arrival_s 0.5 is before"),
+        ("arrival_s,input_len,output_len\n1,10,5\n,10,5\n", "line 3: arrival_s is missing"),
+        ("arrival_s,input_len,output_len\nnan,10,5\n", "line 2: arrival_s must be a number"),
+        ('{"input_len": 10, "output_len": 5}\n{"input_len": 10}\n', "line 2: output_len is missing"),
+        ('{"input_len": 10, "output_len": 5}\nnot json\n', "line 2: not a JSON object"),
+        ("input_len,output_len\n", "no requests"),
+    ],
+)
 def test_a_bad_trace_row_is_refused_naming_its_line(tmp_path, text, problem):
     path = tmp_path / "trace.csv"
     path.write_text(text)
@@ -188,8 +228,18 @@ def test_a_trace_is_read_in_both_formats(tmp_path):
     assert not timed.closed and sorted(r[0] for r in result.requests) == [0.0, 0.5]
 
 
-@pytest.mark.parametrize("kwargs", [{"rate": 0.0}, {"rate": -1.0}, {"rate": float("nan")}, {"rate": float("inf")},
-                                    {"concurrency": 0}, {"concurrency": 2, "rate": 1.0}, {"requests": 0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"rate": 0.0},
+        {"rate": -1.0},
+        {"rate": float("nan")},
+        {"rate": float("inf")},
+        {"concurrency": 0},
+        {"concurrency": 2, "rate": 1.0},
+        {"requests": 0},
+    ],
+)
 def test_bad_loads_are_refused(kwargs):
     with pytest.raises(InvalidShape):
         Workload(**kwargs)

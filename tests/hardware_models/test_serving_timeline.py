@@ -16,12 +16,15 @@ def test_the_module_docs_worked_number():
     assert integrate_steps(points, 129, 256) == pytest.approx(0.15264)
 
 
-@pytest.mark.parametrize("input_len, output_len, expected", [
-    (128, 1, (129,)),            # no step after the first token: the one that would follow
-    (128, 2, (129,)),            # one step, at 129
-    (128, 3, (129, 130)),
-    (2048, 256, (2049, 2176, 2303)),
-])
+@pytest.mark.parametrize(
+    "input_len, output_len, expected",
+    [
+        (128, 1, (129,)),  # no step after the first token: the one that would follow
+        (128, 2, (129,)),  # one step, at 129
+        (128, 3, (129, 130)),
+        (2048, 256, (2049, 2176, 2303)),
+    ],
+)
 def test_steps_are_costed_at_the_first_middle_and_last_cache_length(input_len, output_len, expected):
     assert decode_lengths(input_len, output_len) == expected
 
@@ -37,7 +40,9 @@ def test_max_batch_is_what_fits_beside_the_weights_capped_at_the_engine_maximum(
     h100 = get_target("h100")
     usable = int(h100.usable_main_memory_bytes)
     assert max_batch(h100, 1, usable - 10 * 1000, 1000, 8)[0] == 10
-    assert max_batch(h100, 2, 2 * usable - 20 * 1000, 2000, 8)[0] == 10  # a chip: half the weights (10 kB left), half of each 2 kB cache
+    assert (
+        max_batch(h100, 2, 2 * usable - 20 * 1000, 2000, 8)[0] == 10
+    )  # a chip: half the weights (10 kB left), half of each 2 kB cache
     batch, note = max_batch(h100, 1, 8 * 10**9, 10**6, 8)
     assert batch == ENGINE_MAX_BATCH and "capped at the engine maximum 2048" in note
 
@@ -85,8 +90,16 @@ def test_predict_of_a_program_costed_by_hand_equals_the_hand_computation():
         return 3 * 4 * n / bw + h100["schedule.launch_overhead_s"]
 
     decodes = [(length, elementwise(1024 * length, "f32")) for length in decode_lengths(128, 129)]
-    p = predict_inference(elementwise(1 << 20, "f32"), decodes, h100, model="stand-in", batch=1, input_len=128,
-                          output_len=129, kv_cache_bytes=0)
+    p = predict_inference(
+        elementwise(1 << 20, "f32"),
+        decodes,
+        h100,
+        model="stand-in",
+        batch=1,
+        input_len=128,
+        output_len=129,
+        kv_cache_bytes=0,
+    )
     decode = sum(t(1024 * length) for length in range(129, 257))
     assert p.ttft_s == pytest.approx(t(1 << 20), rel=1e-12)
     assert p.decode_total_s == pytest.approx(decode, rel=1e-12)

@@ -21,13 +21,17 @@ def test_a_tpu_fusion_moves_each_ops_operands_and_results_through_vmem():
     3 x 4096 = 12,288 B; VMEM carries every op's operands and results, exp 2 x 4096 and
     multiply 3 x 4096 = 20,480 B."""
     v = t((1024,), "f32")
-    module = program({"a": v, "b": v}, [f"%0 = stablehlo.exponential %a : {v}", f"%1 = stablehlo.multiply %0, %b : {v}"], "%1", v)
+    module = program(
+        {"a": v, "b": v}, [f"%0 = stablehlo.exponential %a : {v}", f"%1 = stablehlo.multiply %0, %b : {v}"], "%1", v
+    )
     plan = compile_plan(module, get_target("tpu-v5e"))
     (group,) = plan.groups
     assert plan.placements[group.id].bytes == (("hbm", 12_288), ("vmem", 20_480))
 
 
-@pytest.mark.parametrize("module", [linear_gelu(256, 320, 640, "bf16"), softmax(64, 640, "f32")], ids=["linear_gelu", "softmax"])
+@pytest.mark.parametrize(
+    "module", [linear_gelu(256, 320, 640, "bf16"), softmax(64, 640, "f32")], ids=["linear_gelu", "softmax"]
+)
 def test_a_static_schedule_reads_no_value_before_its_producer_and_runs_one_op_per_unit_at_a_time(module):
     """schedule_static's rules: a consumer that does not chain starts after its producer
     finishes (plus its latency); a chained one starts after the producer's stream begins and
@@ -64,8 +68,15 @@ def test_hand_derived_start_cycles_of_a_two_op_lpu_program():
     for it to finish, plus the memory and MXM latencies from the target file."""
     target = get_target("groq-lpu")
     a, w, y = t((320, 320), "f16"), t((320, 320), "f16"), t((320, 320), "f16")
-    module = program({"a": a, "w": w}, [f"%0 = stablehlo.negate %a : {a}",
-                                        f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({a}, {w}) -> {y}"], "%1", y)
+    module = program(
+        {"a": a, "w": w},
+        [
+            f"%0 = stablehlo.negate %a : {a}",
+            f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({a}, {w}) -> {y}",
+        ],
+        "%1",
+        y,
+    )
     plan = compile_plan(module, target)
     negate, matmul = (plan.schedule[g.id] for g in plan.groups)
     assert (negate.unit, negate.start) == ("VXM", 0)
@@ -127,10 +138,15 @@ def test_a_roofline_of_a_program_split_over_chips_stays_under_one_chips_ceilings
 
     x, w = TensorType((2048, 16384), "bf16"), TensorType((16384, 16384), "bf16")  # 512 MB of weights
     dims = DotDims((), (), (1,), (0,))
-    main = Function("main", (("%x", x), ("%w", w)), (x,), (
-        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
-        Op("func.return", (), (), ("%0",), (x,)),
-    ))
+    main = Function(
+        "main",
+        (("%x", x), ("%w", w)),
+        (x,),
+        (
+            Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+            Op("func.return", (), (), ("%0",), (x,)),
+        ),
+    )
     module = Module((main,))
     tgt = get_target(target)
     plan = compile_plan(module, tgt, chips=None if target == "groq-lpu" else 4)

@@ -20,11 +20,14 @@ def test_worked_number_from_the_docstring():
     assert systolic_gemm(8, 8, 8, 4, 4, "os").compute_cycles == 55
 
 
-@pytest.mark.parametrize("dataflow, extents, folds, per_fold, cycles", [
-    ("os", (9, 2, 5), 3 * 1, 5 + 4 + 3 - 2, 3 * 10 - 1),      # outputs M x N stay, K streams
-    ("ws", (5, 2, 9), 2 * 1, 2 * 4 + 3 + 9 - 2, 2 * 18 - 1),  # weights K x N stay, M streams
-    ("is", (5, 9, 2), 2 * 3, 2 * 4 + 3 + 2 - 2, 6 * 11 - 1),  # inputs K x M stay, N streams
-])
+@pytest.mark.parametrize(
+    "dataflow, extents, folds, per_fold, cycles",
+    [
+        ("os", (9, 2, 5), 3 * 1, 5 + 4 + 3 - 2, 3 * 10 - 1),  # outputs M x N stay, K streams
+        ("ws", (5, 2, 9), 2 * 1, 2 * 4 + 3 + 9 - 2, 2 * 18 - 1),  # weights K x N stay, M streams
+        ("is", (5, 9, 2), 2 * 3, 2 * 4 + 3 + 2 - 2, 6 * 11 - 1),  # inputs K x M stay, N streams
+    ],
+)
 def test_hand_worked_numbers_of_every_dataflow_without_scalesim(dataflow, extents, folds, per_fold, cycles):
     """C[9,2] = A[9,5] @ B[5,2] on a 4-row, 3-column array, by the module doc's table: each
     dataflow maps (Sr, Sc, T) differently, so a swapped extent or a wrong fill term changes a

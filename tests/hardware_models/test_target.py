@@ -80,17 +80,40 @@ emulated = { f16 = "f32" }
 """
 
 BROKEN = {
-    "unknown key": (GOOD.replace("[peak]", "[peak]\nbf17_flop_per_s = { value = 1, source = \"P x\" }"), "peak.bf17_flop_per_s"),
+    "unknown key": (
+        GOOD.replace("[peak]", '[peak]\nbf17_flop_per_s = { value = 1, source = "P x" }'),
+        "peak.bf17_flop_per_s",
+    ),
     "missing key": (GOOD.replace('int8_op_per_s = { value = 394e12, source = "P GCP" }\n', ""), "peak.int8_op_per_s"),
     "non-positive": (GOOD.replace("value = 45e9", "value = 0"), "> 0"),
-    "a fraction above one": (GOOD.replace("usable_fraction = { value = 0.9", "usable_fraction = { value = 1.5"), r"levels.hbm.usable_fraction.*\[1e-06, 1\]"),
-    "a fractional count": (GOOD.replace("vpu_sublanes = { value = 8,", "vpu_sublanes = { value = 8.5,"), "chip.vpu_sublanes.*whole number"),
+    "a fraction above one": (
+        GOOD.replace("usable_fraction = { value = 0.9", "usable_fraction = { value = 1.5"),
+        r"levels.hbm.usable_fraction.*\[1e-06, 1\]",
+    ),
+    "a fractional count": (
+        GOOD.replace("vpu_sublanes = { value = 8,", "vpu_sublanes = { value = 8.5,"),
+        "chip.vpu_sublanes.*whole number",
+    ),
     "a subnormal rate": (GOOD.replace("value = 45e9", "value = 1e-305"), r"\[1e-12, 1e\+21\]"),
     "a missing level": (GOOD.replace("[levels.vmem]", "[levels.cache]"), "levels.vmem.*missing"),
-    "two main levels": (GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "main"'), "exactly one level"),
-    "a level with an unknown role": (GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "cache"'), "levels.vmem.role"),
-    "untagged source": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "scaling book" }'), "tag"),
-    "derived without arithmetic": (GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "D" }'), "derivation"),
+    "two main levels": (
+        GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "main"'),
+        "exactly one level",
+    ),
+    "a level with an unknown role": (
+        GOOD.replace('[levels.vmem]\nrole = "on-chip"', '[levels.vmem]\nrole = "cache"'),
+        "levels.vmem.role",
+    ),
+    "untagged source": (
+        GOOD.replace(
+            'clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "scaling book" }'
+        ),
+        "tag",
+    ),
+    "derived without arithmetic": (
+        GOOD.replace('clock_hz = { value = 1.5e9, source = "P SB" }', 'clock_hz = { value = 1.5e9, source = "D" }'),
+        "derivation",
+    ),
     "unknown family": (GOOD.replace('family = "tpu"', 'family = "fpga"'), "family"),
     "no native dtypes": (GOOD.replace('native = ["bf16", "f32"]', "native = []"), "dtypes.native"),
     "unknown dtype": (GOOD.replace('native = ["bf16", "f32"]', 'native = ["bf16", "f33"]'), "f33"),
@@ -146,30 +169,41 @@ def test_groq_peak_int8_is_the_mxm_planes_at_the_clock():
     assert 2 * t["chip.mxm_macs_per_cycle"] * t["chip.clock_hz"] == pytest.approx(t["peak.int8_op_per_s"], rel=0.02)
 
 
-@pytest.mark.parametrize("key, value, needle", [
-    ("fitted.gemm_efficiency", 5.0, r"\[1e-06, 1\]"),       # 5x the tensor-core peak
-    ("fitted.gemm_efficiency", 5e-324, r"\[1e-06, 1\]"),    # was a NaN in the wafer's region sizes
-    ("levels.hbm.usable_fraction", 1e-310, r"\[1e-06, 1\]"),  # was 0 usable bytes and an invalid plan
-    ("levels.hbm.bytes", 1e-12, r"\[1, 1e\+21\] bytes"),       # less than a byte of memory
-    ("chip.sm_count", 132.5, "whole number"),               # half an SM
-    ("levels.hbm.bytes_per_s", float("inf"), "finite"),     # was accepted: total_time_s Infinity
-    ("levels.hbm.bytes_per_s", float("nan"), "finite"),
-    ("levels.hbm.bytes_per_s", 1e-305, r"\[1e-12, 1e\+21\]"),  # was a NaN in the arithmetic
-    ("schedule.launch_overhead_s", -1.0, "> 0"),
-])
+@pytest.mark.parametrize(
+    "key, value, needle",
+    [
+        ("fitted.gemm_efficiency", 5.0, r"\[1e-06, 1\]"),  # 5x the tensor-core peak
+        ("fitted.gemm_efficiency", 5e-324, r"\[1e-06, 1\]"),  # was a NaN in the wafer's region sizes
+        ("levels.hbm.usable_fraction", 1e-310, r"\[1e-06, 1\]"),  # was 0 usable bytes and an invalid plan
+        ("levels.hbm.bytes", 1e-12, r"\[1, 1e\+21\] bytes"),  # less than a byte of memory
+        ("chip.sm_count", 132.5, "whole number"),  # half an SM
+        ("levels.hbm.bytes_per_s", float("inf"), "finite"),  # was accepted: total_time_s Infinity
+        ("levels.hbm.bytes_per_s", float("nan"), "finite"),
+        ("levels.hbm.bytes_per_s", 1e-305, r"\[1e-12, 1e\+21\]"),  # was a NaN in the arithmetic
+        ("schedule.launch_overhead_s", -1.0, "> 0"),
+    ],
+)
 def test_set_refuses_a_value_outside_the_quantitys_domain(key, value, needle):
     with pytest.raises(BadTargetFile, match=needle):
         get_target("h100").with_overrides({key: value})
 
 
-@pytest.mark.parametrize("target, key, value, needle", [
-    ("wse-3", "chip.pes", 1, r"within 1024x of this target's 900000 lies in \[879, "),  # one PE answered with numbers
-    ("spyre", "chip.cores", 1e9, r"lies in \[1, 32768\], got 1e\+09"),               # a billion cores did too
-    ("spyre", "chip.stick_bytes", 3, "power of two of at least 8 bytes, got 3"),        # was a ZeroDivisionError
-    ("spyre", "chip.stick_bytes", 4, "at least 8 bytes"),       # a stick narrower than an f64 holds none
-    ("tpu-v5e", "chip.mxu_rows", 100, "power of two, got 100"),
-    ("h100", "chip.mma_k_bytes", 48, "power of two"),
-])
+@pytest.mark.parametrize(
+    "target, key, value, needle",
+    [
+        (
+            "wse-3",
+            "chip.pes",
+            1,
+            r"within 1024x of this target's 900000 lies in \[879, ",
+        ),  # one PE answered with numbers
+        ("spyre", "chip.cores", 1e9, r"lies in \[1, 32768\], got 1e\+09"),  # a billion cores did too
+        ("spyre", "chip.stick_bytes", 3, "power of two of at least 8 bytes, got 3"),  # was a ZeroDivisionError
+        ("spyre", "chip.stick_bytes", 4, "at least 8 bytes"),  # a stick narrower than an f64 holds none
+        ("tpu-v5e", "chip.mxu_rows", 100, "power of two, got 100"),
+        ("h100", "chip.mma_k_bytes", 48, "power of two"),
+    ],
+)
 def test_set_refuses_a_knob_outside_the_hardwares_plausible_range(target, key, value, needle):
     """A rule of the hardware: a count stays within 1024x of the chip's own (a what-if of the same
     kind of chip), and a granule (stick, line, MMA or MXU edge) is a power of two."""
@@ -177,9 +211,16 @@ def test_set_refuses_a_knob_outside_the_hardwares_plausible_range(target, key, v
         get_target(target).with_overrides({key: value})
 
 
-@pytest.mark.parametrize("target, key, value", [("wse-3", "chip.pes", 879), ("spyre", "chip.cores", 1),
-                                                ("spyre", "chip.cores", 32768), ("spyre", "chip.stick_bytes", 8),
-                                                ("tpu-v5e", "chip.mxu_rows", 256)])
+@pytest.mark.parametrize(
+    "target, key, value",
+    [
+        ("wse-3", "chip.pes", 879),
+        ("spyre", "chip.cores", 1),
+        ("spyre", "chip.cores", 32768),
+        ("spyre", "chip.stick_bytes", 8),
+        ("tpu-v5e", "chip.mxu_rows", 256),
+    ],
+)
 def test_set_takes_a_knob_at_the_edges_of_its_range(target, key, value):
     assert get_target(target).with_overrides({key: value})[key] == value
 

@@ -19,7 +19,9 @@ def small_comparison(targets=("h100", "groq-lpu"), segments: int = 0, phase: str
     (workload,) = plan_workloads(None, {"mode": phase}, "bfloat16")
     result = compare_lowerings(torch_side, jax_side, list(targets), "block", workload=workload.to_dict())
     if segments:
-        diff = {"histogram": {"arith.constant": [7, 0], "stablehlo.constant": [11, 17], "stablehlo.add": [1, 1]},
-                "divergences": [{"segment": i, "after": f"op{i}", "reasons": [f"reason {i}"]} for i in range(segments)]}
+        diff = {
+            "histogram": {"arith.constant": [7, 0], "stablehlo.constant": [11, 17], "stablehlo.add": [1, 1]},
+            "divergences": [{"segment": i, "after": f"op{i}", "reasons": [f"reason {i}"]} for i in range(segments)],
+        }
         result = dataclasses.replace(result, diff=diff)
     return result, {"torch": torch_side, "jax": jax_side}

@@ -36,7 +36,8 @@ def test_two_files_are_costed_as_the_two_paths_are_and_named_by_their_files(two_
     expected = compare_lowerings(lowering_from_file(a), lowering_from_file(b), ["h100", "tpu-v5e"]).to_dict()
     assert [r["time_s"] for r in result["results"]] == pytest.approx([r["time_s"] for r in expected["results"]])
     assert {(r["target"], r["side"]) for r in result["results"]} == {
-        (t, s) for t in ("h100", "tpu-v5e") for s in result["sides"]}
+        (t, s) for t in ("h100", "tpu-v5e") for s in result["sides"]
+    }
     assert result["diff"]["histogram"] == expected["diff"]["histogram"]
     assert main(["compare", "--from-file", a, b, "--targets", "h100"]) == 0
     text = capfd.readouterr().out
@@ -50,15 +51,19 @@ def test_the_same_file_twice_differs_in_nothing(two_files, capfd):
     assert result["sides"][0] != result["sides"][1]
     first, second = result["results"]
     assert first["time_s"] == second["time_s"] and result["difference_cost_s"]["h100"] == {
-        k: 0.0 for k in result["difference_cost_s"]["h100"]}
+        k: 0.0 for k in result["difference_cost_s"]["h100"]
+    }
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["layernorm"], "NAME does not apply"),
-    (["--shape", "m=4"], "--shape does not apply"),
-    (["--dtype", "float32"], "--dtype does not apply"),
-    (["--out", "somewhere"], "--out does not apply"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["layernorm"], "NAME does not apply"),
+        (["--shape", "m=4"], "--shape does not apply"),
+        (["--dtype", "float32"], "--dtype does not apply"),
+        (["--out", "somewhere"], "--out does not apply"),
+    ],
+)
 def test_what_does_not_apply_to_files_is_refused(two_files, extra, needle, capfd):
     assert main(["compare", *extra, "--from-file", *two_files]) == 2
     err = capfd.readouterr().err.strip()

@@ -26,11 +26,32 @@ CASES = {
     "shape-branch": ("softmax", {}, "float32", ("torch", "jax"), "the user's line", ("gpu",)),
     "layernorm-eps-outside-sqrt": ("layernorm", {}, "float32", ("torch", "jax"), "rsqrt", ("gpu", "spyre")),
     "fused-reduce-wrong-axis": ("softmax", {}, "float32", ("torch",), "reduce", ("gpu", "tpu", "wafer", "spyre")),
-    "floor-stick-count": ("clone", {"n": 65}, "float16", ("torch", "jax"), "copy of an argument onto the chip", ("spyre", "lpu")),
-    "drop-remainder-tile": ("matmul", {"m": 130, "n": 130}, "float32", ("torch",), "dot_general", ("gpu", "tpu", "spyre")),
+    "floor-stick-count": (
+        "clone",
+        {"n": 65},
+        "float16",
+        ("torch", "jax"),
+        "copy of an argument onto the chip",
+        ("spyre", "lpu"),
+    ),
+    "drop-remainder-tile": (
+        "matmul",
+        {"m": 130, "n": 130},
+        "float32",
+        ("torch",),
+        "dot_general",
+        ("gpu", "tpu", "spyre"),
+    ),
     "early-consumer": ("softmax", {}, "float32", ("torch",), "exponential", ("lpu",)),
     "free-at-first-use": ("layernorm", {}, "float32", ("torch",), None, ("lpu",)),
-    "dma-length-elements": ("matmul", {}, "float32", ("torch",), "copy of an argument onto the chip", tuple(FAMILY_TARGET)),
+    "dma-length-elements": (
+        "matmul",
+        {},
+        "float32",
+        ("torch",),
+        "copy of an argument onto the chip",
+        tuple(FAMILY_TARGET),
+    ),
     "fp16-accumulate": ("matmul", {"k": 1024}, "float32", ("torch",), "dot_general", tuple(FAMILY_TARGET)),
 }
 
@@ -100,8 +121,17 @@ def test_stick_fault_originates_at_the_copy_and_hides_behind_the_argmax(tmp_path
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-@pytest.mark.parametrize("name, shapes", [("softmax", {}), ("layernorm", {"m": 63, "d": 65}), ("matmul", {"m": 129, "n": 1, "k": 65}),
-                                          ("clone", {"n": 129}), ("attention", {}), ("block", {})])
+@pytest.mark.parametrize(
+    "name, shapes",
+    [
+        ("softmax", {}),
+        ("layernorm", {"m": 63, "d": 65}),
+        ("matmul", {"m": 129, "n": 1, "k": 65}),
+        ("clone", {"n": 129}),
+        ("attention", {}),
+        ("block", {}),
+    ],
+)
 def test_clean_programs_raise_no_alarm(name, shapes, dtype):
     """Property: with no fault planted, no rung diverges on any of the five families (the full sweep
     over the catalogue and sizes 1/63/65/129 is benchmarks/debug_false_alarms.py)."""
@@ -206,7 +236,10 @@ def test_no_clean_graph_changes_at_its_second_shape(side):
             if second is None:  # every extent 1 (what is left is a choice or a count)
                 assert all(resolved[p.name] == 1 for p in entry.params if p.name in ("m", "n")), (name, resolved)
                 continue
-            ops = [[op for op, _, _ in capture.recapture_ops(make_case(entry, s, "float32", 0))] for s in (resolved, second)]
+            ops = [
+                [op for op, _, _ in capture.recapture_ops(make_case(entry, s, "float32", 0))]
+                for s in (resolved, second)
+            ]
             checked += 1
             if ops[0] != ops[1]:
                 changed.append((name, resolved))
@@ -216,13 +249,19 @@ def test_no_clean_graph_changes_at_its_second_shape(side):
 def test_cli_exits_and_json(tmp_path):
     """Exit 1 when a rung diverges, 0 when none does, 2 with one line for a bad fault name; --json
     carries the first rung and the origin; --list-faults lists every fault with its layer."""
-    run = lambda *a: subprocess.run([sys.executable, "-m", "landscape.cli", "debug", *a],  # noqa: E731
-                                    capture_output=True, text=True, cwd=tmp_path)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "landscape.cli", "debug", *a],  # noqa: E731
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     bad = run("softmax", "--inject", "no-such-fault")
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "valid: softmax-no-max" in bad.stderr
     listed = run("--list-faults", "--json")
     assert listed.returncode == 0 and {r["name"] for r in json.loads(listed.stdout)} == {f.name for f in FAULTS}
-    found = run("--from-file", str(DEMO), "--target", "spyre", "--inject", "floor-stick-count", "--json", "--repro-dir", "r")
+    found = run(
+        "--from-file", str(DEMO), "--target", "spyre", "--inject", "floor-stick-count", "--json", "--repro-dir", "r"
+    )
     assert found.returncode == 1
     data = json.loads(found.stdout)
     assert data["first_divergent_rung"] == "R5" and data["reaches_output"] is False
@@ -247,7 +286,10 @@ def test_lowering_a_users_module_names_the_line_too():
     from reference.errors import CaptureFailed
 
     stderr = io.StringIO()
-    with contextlib.redirect_stderr(stderr), pytest.raises(CaptureFailed, match=r"^line \d+ of faults.py calls `.item\(\)`"):
+    with (
+        contextlib.redirect_stderr(stderr),
+        pytest.raises(CaptureFailed, match=r"^line \d+ of faults.py calls `.item\(\)`"),
+    ):
         lower_module(SoftmaxWithHostSync(), torch.zeros(4, 4))
     assert "def forward" not in stderr.getvalue()
     with pytest.raises(CaptureFailed, match=r"compile rejection on every target"):
@@ -329,8 +371,11 @@ def test_hostile_files_and_arguments(tmp_path, monkeypatch):
     for target in representative_targets():
         assert debug(target=target, from_file=str(loop)).first is None
     endless = tmp_path / "endless.mlir"
-    endless.write_text(WHILE.replace("%c3 = stablehlo.constant dense<3>", "%c3 = stablehlo.constant dense<-1>")
-                       .replace("compare LT", "compare GT"))
+    endless.write_text(
+        WHILE.replace("%c3 = stablehlo.constant dense<3>", "%c3 = stablehlo.constant dense<-1>").replace(
+            "compare LT", "compare GT"
+        )
+    )
     monkeypatch.setattr("reference.ir.interpret.MAX_TRIPS", 1000)  # the rule, not the limit's size, is tested
     with pytest.raises(CannotInterpret, match="ran 1,000 trips"):
         debug(from_file=str(endless))

@@ -125,29 +125,111 @@ def check(argv: list[str], as_json: bool = False) -> tuple[int, str, str]:
 
 # Arguments are what a shell can pass: any text without NUL.
 TEXT = st.text(st.characters(min_codepoint=1, blacklist_categories=("Cs",)), max_size=12)
-JUNK_NAMES = ["", " ", "atention", "MATMUL", "matmul ", "llama", "gpt2_small", "../etc/passwd", "-", "ñ", "注意力", "\t", "a" * 300]
+JUNK_NAMES = [
+    "",
+    " ",
+    "atention",
+    "MATMUL",
+    "matmul ",
+    "llama",
+    "gpt2_small",
+    "../etc/passwd",
+    "-",
+    "ñ",
+    "注意力",
+    "\t",
+    "a" * 300,
+]
 NAMES = st.one_of(st.sampled_from(sorted(CATALOGUE)), st.sampled_from(JUNK_NAMES), TEXT)
-TARGET_NAMES = ["a100", "h100", "h200", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "spyre", "groq-lpu", "wse-2", "wse-3"]
+TARGET_NAMES = [
+    "a100",
+    "h100",
+    "h200",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "tpu-v6e",
+    "spyre",
+    "groq-lpu",
+    "wse-2",
+    "wse-3",
+]
 TARGETS = st.one_of(st.sampled_from(TARGET_NAMES), st.sampled_from(["", "H100", "h1000", "tpu", "all"]), TEXT)
 DTYPES = st.one_of(
-    st.sampled_from(["float32", "bf16", "fp16", "half", "BF16", "f8E4M3FN", "fp8", "int8", "float64", "", "bfloat16 ", "f32\n"]),
+    st.sampled_from(
+        ["float32", "bf16", "fp16", "half", "BF16", "f8E4M3FN", "fp8", "int8", "float64", "", "bfloat16 ", "f32\n"]
+    ),
     TEXT,
 )
 # Sizes: ordinary, zero, negative, int64's edges and past them, and the spellings int() accepts
 # but a size should not be (underscores, whitespace, signs, non-ASCII digits).
 HUGE_SIZES = [str(2**63), str(2**63 - 1), str(2**64), str(10**12), str(10**30), str(2**62), str(2**31)]
-ODD_SIZES = ["0", "-1", "-0", "00", "1_6", "0x10", "0b11", "1e3", "1.0", " 7 ", "7\n", "+3", "nan", "inf", "", "١٦", "１６", "٣"]
-SIZES = st.one_of(st.sampled_from(["1", "2", "3", "7", "16", "63", "65"] + HUGE_SIZES + ODD_SIZES), st.integers(-3, 70).map(str), TEXT)
+ODD_SIZES = [
+    "0",
+    "-1",
+    "-0",
+    "00",
+    "1_6",
+    "0x10",
+    "0b11",
+    "1e3",
+    "1.0",
+    " 7 ",
+    "7\n",
+    "+3",
+    "nan",
+    "inf",
+    "",
+    "١٦",
+    "１６",
+    "٣",
+]
+SIZES = st.one_of(
+    st.sampled_from(["1", "2", "3", "7", "16", "63", "65"] + HUGE_SIZES + ODD_SIZES), st.integers(-3, 70).map(str), TEXT
+)
 PARAMS = sorted({p.name for e in CATALOGUE.values() for p in e.params})
 CHOICES = sorted({c for e in CATALOGUE.values() for p in e.params for c in p.choices})
 SET_VALUES = [
-    "inf", "-inf", "nan", "NaN", "-1", "0", "-0", "1e-310", "5e-324", "1e308", "1.7976931348623157e308", "1e309",
-    "1.5", "2", "0.5", "1", "0.99", "abc", "", "0x10", "1_000", " 3", "1e3", "7e-9",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "-1",
+    "0",
+    "-0",
+    "1e-310",
+    "5e-324",
+    "1e308",
+    "1.7976931348623157e308",
+    "1e309",
+    "1.5",
+    "2",
+    "0.5",
+    "1",
+    "0.99",
+    "abc",
+    "",
+    "0x10",
+    "1_000",
+    " 3",
+    "1e3",
+    "7e-9",
 ]
 QUANTITY_KEYS = [
-    "levels.hbm.bytes", "levels.hbm.bytes_per_s", "levels.hbm.usable_fraction", "levels.l2.resident_fraction",
-    "chip.sm_count", "chip.clock_hz", "peak.bf16_flop_per_s", "schedule.launch_overhead_s", "fitted.gemm_efficiency",
-    "host.flop_per_s", "peak", "", "levels..bytes", "chip.sm_count.extra",
+    "levels.hbm.bytes",
+    "levels.hbm.bytes_per_s",
+    "levels.hbm.usable_fraction",
+    "levels.l2.resident_fraction",
+    "chip.sm_count",
+    "chip.clock_hz",
+    "peak.bf16_flop_per_s",
+    "schedule.launch_overhead_s",
+    "fitted.gemm_efficiency",
+    "host.flop_per_s",
+    "peak",
+    "",
+    "levels..bytes",
+    "chip.sm_count.extra",
 ]
 
 
@@ -175,7 +257,9 @@ def shape_options(draw, name: str) -> list[str]:
 
 @st.composite
 def set_options(draw) -> list[str]:
-    items = draw(st.lists(assignment(st.one_of(st.sampled_from(QUANTITY_KEYS), TEXT), st.sampled_from(SET_VALUES)), max_size=3))
+    items = draw(
+        st.lists(assignment(st.one_of(st.sampled_from(QUANTITY_KEYS), TEXT), st.sampled_from(SET_VALUES)), max_size=3)
+    )
     return [a for item in items for a in ("--set", item)]
 
 
@@ -185,11 +269,23 @@ def output_paths(suffixes: tuple[str, ...]) -> st.SearchStrategy[str]:
     root = scratch()
     return st.builds(
         lambda place, suffix: place.replace("SUFFIX", suffix),
-        st.sampled_from([
-            f"{root}/out/planSUFFIX", f"{root}/new/deeper/fileSUFFIX", f"{root}/a_file/insideSUFFIX", f"{root}/a_dir",
-            f"{root}/read_only/xSUFFIX", "/proc/landscape/xSUFFIX", "/proc/version", "/dev/full", "", "SUFFIX",
-            f"{root}/a_dir/", "/", "relative/xSUFFIX",
-        ]),
+        st.sampled_from(
+            [
+                f"{root}/out/planSUFFIX",
+                f"{root}/new/deeper/fileSUFFIX",
+                f"{root}/a_file/insideSUFFIX",
+                f"{root}/a_dir",
+                f"{root}/read_only/xSUFFIX",
+                "/proc/landscape/xSUFFIX",
+                "/proc/version",
+                "/dev/full",
+                "",
+                "SUFFIX",
+                f"{root}/a_dir/",
+                "/",
+                "relative/xSUFFIX",
+            ]
+        ),
         st.sampled_from(suffixes),
     )
 
@@ -245,7 +341,9 @@ def lowered_corpus() -> tuple[str, ...]:
     """Real programs: a few catalogue entries lowered by JAX, as `hlo --stage stablehlo` prints them."""
     from landscape.serving import lower_named
 
-    return tuple(lower_named(name, "jax", {}, "float32").stages["stablehlo"] for name in ("softmax", "attention", "tiny"))
+    return tuple(
+        lower_named(name, "jax", {}, "float32").stages["stablehlo"] for name in ("softmax", "attention", "tiny")
+    )
 
 
 def _fn(name: str, body: str) -> str:
@@ -262,7 +360,9 @@ def _module(first_callee: str, functions: list[str]) -> str:
 
 
 def call_chain(depth: int) -> str:
-    body = [_fn(f"f{i}", _call(f"f{i + 1}")) for i in range(depth - 1)] + [_fn(f"f{depth - 1}", f"stablehlo.tanh %x : {T4}")]
+    body = [_fn(f"f{i}", _call(f"f{i + 1}")) for i in range(depth - 1)] + [
+        _fn(f"f{depth - 1}", f"stablehlo.tanh %x : {T4}")
+    ]
     return _module("f0", body)
 
 
@@ -278,14 +378,26 @@ def nested(kind: str, depth: int) -> str:
         return f'module {{\n  func.func @main() {{\n    "foo.x"() {{a = {"[" * depth}{"]" * depth}}} : () -> ()\n    return\n  }}\n}}\n'
     if kind == "type aliases":
         aliases = ["!t0 = f32"] + [f"!t{i + 1} = tuple<!t{i}>" for i in range(depth)]
-        return "\n".join(aliases) + f'\nmodule {{\n  func.func @main() {{\n    "foo.x"() : () -> !t{depth}\n    return\n  }}\n}}\n'
+        return (
+            "\n".join(aliases)
+            + f'\nmodule {{\n  func.func @main() {{\n    "foo.x"() : () -> !t{depth}\n    return\n  }}\n}}\n'
+        )
     aliases = ['#l0 = loc("x.py":1:1)'] + [f"#l{i + 1} = loc(callsite(#l{i} at #l{i}))" for i in range(depth)]
-    return f'module {{\n  func.func @main() {{\n    "foo.x"() : () -> () loc(#l{depth})\n    return\n  }}\n}}\n' + "\n".join(aliases) + "\n"
+    return (
+        f'module {{\n  func.func @main() {{\n    "foo.x"() : () -> () loc(#l{depth})\n    return\n  }}\n}}\n'
+        + "\n".join(aliases)
+        + "\n"
+    )
 
 
 UNKNOWN_OP_ATTRS = [
-    "", "{dot_dimension_numbers = 1 : i64}", "{callee = @main}", '{comparison_direction = "LT"}',
-    "{value = dense<1.0> : tensor<f32>}", "{dimension_numbers = [1, 2]}", '{x = "\\u001b[31m"}',
+    "",
+    "{dot_dimension_numbers = 1 : i64}",
+    "{callee = @main}",
+    '{comparison_direction = "LT"}',
+    "{value = dense<1.0> : tensor<f32>}",
+    "{dimension_numbers = [1, 2]}",
+    '{x = "\\u001b[31m"}',
 ]
 
 
@@ -293,10 +405,26 @@ UNKNOWN_OP_ATTRS = [
 def stablehlo_files(draw) -> bytes:
     """A program, valid or mutated: truncated, bytes spliced in or flipped, lines dropped or
     repeated, random bytes, nested past every limit, recursive, with unknown ops or odd types."""
-    kind = draw(st.sampled_from([
-        "valid", "lowered", "truncated", "splice", "flip", "drop line", "repeat line", "random bytes",
-        "chain", "cycle", "nested", "unknown op", "odd type", "empty",
-    ]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "valid",
+                "lowered",
+                "truncated",
+                "splice",
+                "flip",
+                "drop line",
+                "repeat line",
+                "random bytes",
+                "chain",
+                "cycle",
+                "nested",
+                "unknown op",
+                "odd type",
+                "empty",
+            ]
+        )
+    )
     base = draw(st.sampled_from(CORPUS))
     if kind == "valid":
         return base.encode()
@@ -314,7 +442,7 @@ def stablehlo_files(draw) -> bytes:
     if kind in ("drop line", "repeat line"):
         lines = base.splitlines(keepends=True)
         i = draw(st.integers(0, len(lines) - 1))
-        lines[i:i + 1] = [] if kind == "drop line" else [lines[i], lines[i]]
+        lines[i : i + 1] = [] if kind == "drop line" else [lines[i], lines[i]]
         return "".join(lines).encode()
     if kind == "random bytes":
         return draw(st.binary(max_size=400))
@@ -324,20 +452,37 @@ def stablehlo_files(draw) -> bytes:
         return call_cycle(draw(st.integers(1, 5))).encode()
     if kind == "nested":
         how = draw(st.sampled_from(["regions", "brackets", "type aliases", "location aliases"]))
-        depth = draw(st.sampled_from([2, 30, MAX_NESTING + 1, 600, 3000, 100_000] if how != "location aliases" else [2, 20, 40, 3000]))
+        depth = draw(
+            st.sampled_from(
+                [2, 30, MAX_NESTING + 1, 600, 3000, 100_000] if how != "location aliases" else [2, 20, 40, 3000]
+            )
+        )
         return nested(how, depth).encode()
     if kind == "unknown op":
         dialect = draw(st.sampled_from(["foo", "mydialect", "stablehlo", "chlo", "func", "x"]))
-        short = draw(st.sampled_from(["dot_general", "while", "call", "frobnicate", "tanh", "constant", "return", "reduce"]))
+        short = draw(
+            st.sampled_from(["dot_general", "while", "call", "frobnicate", "tanh", "constant", "return", "reduce"])
+        )
         attrs = draw(st.sampled_from(UNKNOWN_OP_ATTRS))
         op = f'    %u = "{dialect}.{short}"(%1) {attrs} : (tensor<4x16xf32>) -> tensor<4x16xf32>\n'
         return MATMUL.replace("    return %1", op + "    return %u").encode()
     if kind == "odd type":
-        old, new = draw(st.sampled_from([  # every occurrence, so the program stays consistent
-            ("tensor<4x", "tensor<0x"), ("tensor<4x", f"tensor<{2**63 - 1}x"), ("tensor<4x", "tensor<?x"),
-            ("tensor<4x8xf32>", "tensor<*xf32>"), ("f32>", "f64>"), ("f32>", "f8E4M3FN>"), ("f32>", "i4>"),
-            ("f32>", "complex<f32>>"), ("f32>", "!foo.bar>"), ("f32>", "ui64>"),
-        ]))
+        old, new = draw(
+            st.sampled_from(
+                [  # every occurrence, so the program stays consistent
+                    ("tensor<4x", "tensor<0x"),
+                    ("tensor<4x", f"tensor<{2**63 - 1}x"),
+                    ("tensor<4x", "tensor<?x"),
+                    ("tensor<4x8xf32>", "tensor<*xf32>"),
+                    ("f32>", "f64>"),
+                    ("f32>", "f8E4M3FN>"),
+                    ("f32>", "i4>"),
+                    ("f32>", "complex<f32>>"),
+                    ("f32>", "!foo.bar>"),
+                    ("f32>", "ui64>"),
+                ]
+            )
+        )
         return MATMUL.replace(old, new).encode()
     return b""
 
@@ -376,9 +521,19 @@ def test_gemm_answers_any_arguments(data, hostile, as_json):
     def part(label, tame, wild):
         return data.draw(wild if hostile in (label, "all") else tame, label)
 
-    sizes = part("sizes", st.lists(st.sampled_from(["1", "7", "64", "129"]), min_size=3, max_size=3), st.lists(SIZES, max_size=4))
-    array = part("array", st.sampled_from(["128x128", "1x1", "32x8"]), st.one_of(
-        st.sampled_from(["0x4", "4x0", "-1x4", "4x", "x", "", "1e3x1", f"{2**63}x1", f"{2**62}x{2**62}", "8X8", "٣x٣", " 8x8"]), TEXT))
+    sizes = part(
+        "sizes", st.lists(st.sampled_from(["1", "7", "64", "129"]), min_size=3, max_size=3), st.lists(SIZES, max_size=4)
+    )
+    array = part(
+        "array",
+        st.sampled_from(["128x128", "1x1", "32x8"]),
+        st.one_of(
+            st.sampled_from(
+                ["0x4", "4x0", "-1x4", "4x", "x", "", "1e3x1", f"{2**63}x1", f"{2**62}x{2**62}", "8X8", "٣x٣", " 8x8"]
+            ),
+            TEXT,
+        ),
+    )
     dataflow = part("dataflow", st.sampled_from(["os", "ws", "is"]), st.sampled_from(["", "OS", "xs", "o s"]))
     check(["gemm", *sizes, "--array", array, "--dataflow", dataflow] + (["--json"] if as_json else []), as_json)
 
@@ -400,10 +555,17 @@ def test_estimate_answers_any_name_shape_dtype_and_setting(data, hostile, as_jso
     dtype = part("dtype", st.sampled_from(["float32", "bf16", "fp16"]), DTYPES)
     shapes = part("shapes", st.just([]), shape_options(name))
     settings_ = part("settings", st.just([]), set_options())
-    chips = part("chips", st.sampled_from([None, "1", "2"]),
-                 st.sampled_from(["0", "-1", "64", "1000000", str(2**63), str(2**64), "1e3", "x", "", "٣"]))
+    chips = part(
+        "chips",
+        st.sampled_from([None, "1", "2"]),
+        st.sampled_from(["0", "-1", "64", "1000000", str(2**63), str(2**64), "1e3", "x", "", "٣"]),
+    )
     argv = ["estimate", name, "--side", "jax", "--target", target, "--dtype", dtype, *shapes, *settings_]
-    argv += (["--chips", chips] if chips is not None else []) + (["--plan"] if plan else []) + (["--json"] if as_json else [])
+    argv += (
+        (["--chips", chips] if chips is not None else [])
+        + (["--plan"] if plan else [])
+        + (["--json"] if as_json else [])
+    )
     check(argv, as_json)
 
 
@@ -417,7 +579,9 @@ def test_commands_answer_any_stablehlo_file(program, command):
     "path",
     ["/dev/zero", "/dev/null", "DIR", "MISSING", "BIG", "", "/proc/self/mem"],
 )
-@pytest.mark.parametrize("command", [["stats", "--json"], ["hlo"], ["estimate", "--target", "h100", "--json"]], ids=shlex.join)
+@pytest.mark.parametrize(
+    "command", [["stats", "--json"], ["hlo"], ["estimate", "--target", "h100", "--json"]], ids=shlex.join
+)
 def test_unreadable_input_files_are_one_line_errors(command, path):
     root = scratch()
     if path == "DIR":
@@ -463,8 +627,12 @@ def test_unknown_ops_are_costed_as_fallbacks_not_errors():
 
 
 @examples(25)
-@given(program=st.sampled_from(CORPUS), target=st.sampled_from(TARGET_NAMES),
-       out=output_paths((".png", ".svg", ".pdf", "")), settings_=set_options())
+@given(
+    program=st.sampled_from(CORPUS),
+    target=st.sampled_from(TARGET_NAMES),
+    out=output_paths((".png", ".svg", ".pdf", "")),
+    settings_=set_options(),
+)
 def test_roofline_answers_any_output_path(program, target, out, settings_):
     check(["roofline", "--from-file", _input_file(program.encode()), "--target", target, "--out", out, *settings_])
 
@@ -476,9 +644,24 @@ def test_estimate_trace_answers_any_output_path(trace, target):
 
 
 @examples(15)
-@given(out=output_paths(("", "/sub")), name=st.sampled_from(["softmax", "matmul", ""]), stage=st.sampled_from(["ir", "stablehlo", "jaxpr"]))
+@given(
+    out=output_paths(("", "/sub")),
+    name=st.sampled_from(["softmax", "matmul", ""]),
+    stage=st.sampled_from(["ir", "stablehlo", "jaxpr"]),
+)
 def test_hlo_out_answers_any_directory(out, name, stage):
-    check(["hlo", *([name] if name else ["--from-file", _input_file(MATMUL.encode())]), "--side", "jax", "--stage", stage, "--out", out])
+    check(
+        [
+            "hlo",
+            *([name] if name else ["--from-file", _input_file(MATMUL.encode())]),
+            "--side",
+            "jax",
+            "--stage",
+            stage,
+            "--out",
+            out,
+        ]
+    )
 
 
 # Programs with nothing to do, or with absurd extents: an empty entry function, a zero-sized
@@ -486,7 +669,9 @@ def test_hlo_out_answers_any_directory(out, name, stage):
 NO_WORK = {
     "empty": "module {\n  func.func @main() {\n    return\n  }\n}\n",
     "zero-sized": MATMUL.replace("tensor<4x8xf32>", "tensor<0x8xf32>").replace("tensor<4x16xf32>", "tensor<0x16xf32>"),
-    "int64 extent": MATMUL.replace("tensor<4x8xf32>", f"tensor<{2**63 - 1}x8xf32>").replace("tensor<4x16xf32>", f"tensor<{2**63 - 1}x16xf32>"),
+    "int64 extent": MATMUL.replace("tensor<4x8xf32>", f"tensor<{2**63 - 1}x8xf32>").replace(
+        "tensor<4x16xf32>", f"tensor<{2**63 - 1}x16xf32>"
+    ),
     "opaque only": nested("regions", 2),
 }
 
@@ -494,13 +679,21 @@ NO_WORK = {
 @pytest.mark.parametrize("target", TARGET_NAMES)
 @pytest.mark.parametrize("program", sorted(NO_WORK))
 def test_programs_with_no_work_or_absurd_extents_are_costed_or_refused(program, target):
-    check(["estimate", "--from-file", _input_file(NO_WORK[program].encode()), "--target", target, "--json"], as_json=True)
+    check(
+        ["estimate", "--from-file", _input_file(NO_WORK[program].encode()), "--target", target, "--json"], as_json=True
+    )
 
 
 @pytest.mark.parametrize(
     "sizes, array",
-    [(("1", "1", "1"), "1x1"), (("1", "1", "1"), "128x128"), (("129", "1", "1"), "1x1"), ((str(2**62),) * 3, "1x1"),
-     ((str(2**63 - 1),) * 3, f"{2**63 - 1}x{2**63 - 1}"), (("7", "7", "7"), f"{2**62}x1")],
+    [
+        (("1", "1", "1"), "1x1"),
+        (("1", "1", "1"), "128x128"),
+        (("129", "1", "1"), "1x1"),
+        ((str(2**62),) * 3, "1x1"),
+        ((str(2**63 - 1),) * 3, f"{2**63 - 1}x{2**63 - 1}"),
+        (("7", "7", "7"), f"{2**62}x1"),
+    ],
     ids=lambda v: shlex.join(v) if isinstance(v, tuple) else v,
 )
 @pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
@@ -522,7 +715,9 @@ def test_every_quantity_at_extreme_values_is_refused_or_costed(target, value):
     failures = []
     for key in get_target(target).quantities:
         try:
-            check(["estimate", "--from-file", path, "--target", target, "--set", f"{key}={value}", "--json"], as_json=True)
+            check(
+                ["estimate", "--from-file", path, "--target", target, "--set", f"{key}={value}", "--json"], as_json=True
+            )
         except AssertionError as bad:
             failures.append(str(bad).splitlines()[0])
     assert not failures, "\n".join(failures)
@@ -542,16 +737,34 @@ INTEGER_OPTIONS = {
 
 
 @pytest.mark.parametrize("value", NOT_DECIMAL)
-@pytest.mark.parametrize("option", [pytest.param(o, marks=[pytest.mark.torch] if o == "seed" else []) for o in sorted(INTEGER_OPTIONS)])
+@pytest.mark.parametrize(
+    "option", [pytest.param(o, marks=[pytest.mark.torch] if o == "seed" else []) for o in sorted(INTEGER_OPTIONS)]
+)
 def test_integer_options_refuse_spellings_that_are_not_plain_decimal(option, value):
     path = _input_file(MATMUL.encode())
-    argv = [a.replace("MATMUL", path).replace("V", value) if a in ("V", "m=V", "Vx4", "MATMUL") else a for a in INTEGER_OPTIONS[option]]
+    argv = [
+        a.replace("MATMUL", path).replace("V", value) if a in ("V", "m=V", "Vx4", "MATMUL") else a
+        for a in INTEGER_OPTIONS[option]
+    ]
     code, _, err = check(argv)
     assert code == 2, f"landscape {shlex.join(argv)}: exit {code}, accepted {value!r}"
 
 
 # `run` allocates what it is asked for: only tiny sizes, and sizes it must refuse before allocating.
-RUN_KERNELS = ["add", "mul", "relu", "silu", "gelu", "softmax", "log_softmax", "layernorm", "rmsnorm", "matmul", "linear", "clone"]
+RUN_KERNELS = [
+    "add",
+    "mul",
+    "relu",
+    "silu",
+    "gelu",
+    "softmax",
+    "log_softmax",
+    "layernorm",
+    "rmsnorm",
+    "matmul",
+    "linear",
+    "clone",
+]
 REFUSED_MODELS = ["llama-3.1-405b", "llama-2-70b", "mixtral-8x7b"]
 RUN_SIZES = st.sampled_from(["1", "2", "3"] + [s for s in HUGE_SIZES if int(s) >= 10**12] + ODD_SIZES)
 
@@ -559,22 +772,34 @@ RUN_SIZES = st.sampled_from(["1", "2", "3"] + [s for s in HUGE_SIZES if int(s) >
 @pytest.mark.torch
 @pytest.mark.slow
 @examples(40)
-@given(data=st.data(), hostile=st.sampled_from(["none", "name", "dtype", "seed", "shapes", "all"]), as_json=st.booleans())
+@given(
+    data=st.data(), hostile=st.sampled_from(["none", "name", "dtype", "seed", "shapes", "all"]), as_json=st.booleans()
+)
 def test_run_answers_tiny_and_absurd_sizes(data, hostile, as_json):
     def part(label, tame, wild):
         return data.draw(wild if hostile in (label, "all") else tame, label)
 
-    name = part("name", st.sampled_from(RUN_KERNELS), st.one_of(st.sampled_from(RUN_KERNELS + REFUSED_MODELS), st.sampled_from(JUNK_NAMES), TEXT))
+    name = part(
+        "name",
+        st.sampled_from(RUN_KERNELS),
+        st.one_of(st.sampled_from(RUN_KERNELS + REFUSED_MODELS), st.sampled_from(JUNK_NAMES), TEXT),
+    )
     dtype = part("dtype", st.sampled_from(["float32", "bf16", "fp16"]), DTYPES)
-    seed = part("seed", st.sampled_from(["0", "1", str(2**32 - 1)]),
-                st.sampled_from(["-1", str(2**32), str(2**63), str(2**64), "x", "1.5", "", " 3", "٣", "nan"]))
+    seed = part(
+        "seed",
+        st.sampled_from(["0", "1", str(2**32 - 1)]),
+        st.sampled_from(["-1", str(2**32), str(2**63), str(2**64), "x", "1.5", "", " 3", "٣", "nan"]),
+    )
     entry = CATALOGUE.get(name)
     params = entry.params if entry else ()
     sizes = RUN_SIZES if hostile in ("shapes", "all") else st.sampled_from(["1", "2", "3"])
     # Every size of a kernel is set, tiny or refused, so no default makes a run big; hostile
     # shapes add one more item, which may name a parameter twice or be malformed.
-    items = [f"{p.name}={data.draw(st.sampled_from(p.choices) if p.choices else sizes, p.name)}"
-             for p in params if name in KERNELS]
+    items = [
+        f"{p.name}={data.draw(st.sampled_from(p.choices) if p.choices else sizes, p.name)}"
+        for p in params
+        if name in KERNELS
+    ]
     keys = st.sampled_from([p.name for p in params] or PARAMS)
     items += part("shapes", st.just([]), st.lists(assignment(keys, RUN_SIZES), max_size=1))
     argv = ["run", name, "--dtype", dtype, "--seed", seed]

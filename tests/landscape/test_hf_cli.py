@@ -49,11 +49,16 @@ def test_run_with_checkpoint_weights(folders, capfd):
     entry = get_entry(name)
     case = make_case(entry, entry.resolve({"seq": "6"}), "float32", 0)
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
-    np.testing.assert_allclose(result.reference[0], decoder_forward(get_model(name), case.inputs["ids"], w64), rtol=1e-12)
+    np.testing.assert_allclose(
+        result.reference[0], decoder_forward(get_model(name), case.inputs["ids"], w64), rtol=1e-12
+    )
 
 
 def test_first_block_of_a_checkpoint(folders, capfd):
-    assert main(["run", f"{folders['gpt2']}/config.json", "--weights", folders["gpt2"], "--shape", "layers=1", "--json"]) == 0
+    assert (
+        main(["run", f"{folders['gpt2']}/config.json", "--weights", folders["gpt2"], "--shape", "layers=1", "--json"])
+        == 0
+    )
     out = json.loads(capfd.readouterr().out)
     assert out["ok"] and out["shapes"]["layers"] == 1
 
@@ -76,13 +81,16 @@ def test_unknown_model_offers_published_models_only(folders, capfd):
     assert f"valid: {', '.join(PUBLISHED_MODELS)}, a Hugging Face config.json's path" in err, err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["run", "matmul", "--weights", "{gpt2}"], "--weights takes a model's checkpoint; 'matmul' is a kernel"),
-    (["run", "{qwen2}", "--weights", "{gpt2}"], "tensors the llama rules do not place: transformer."),
-    (["run", "gpt2-small", "--weights", "{gpt2}"], "has shape (192,); a GPT-2 with d_model 768"),
-    (["run", "{gpt2}", "--weights", "{gpt2}/missing"], "no safetensors file"),
-    (["run", "{gpt2}", "--weights", "{gpt2}/config.json"], "not a safetensors file"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["run", "matmul", "--weights", "{gpt2}"], "--weights takes a model's checkpoint; 'matmul' is a kernel"),
+        (["run", "{qwen2}", "--weights", "{gpt2}"], "tensors the llama rules do not place: transformer."),
+        (["run", "gpt2-small", "--weights", "{gpt2}"], "has shape (192,); a GPT-2 with d_model 768"),
+        (["run", "{gpt2}", "--weights", "{gpt2}/missing"], "no safetensors file"),
+        (["run", "{gpt2}", "--weights", "{gpt2}/config.json"], "not a safetensors file"),
+    ],
+)
 def test_bad_checkpoints_get_one_line(folders, capfd, args, message):
     code = main([a.format(**folders) for a in args])
     err = capfd.readouterr().err.strip()

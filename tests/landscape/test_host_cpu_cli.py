@@ -12,22 +12,25 @@ import pytest
 from landscape.cli import main
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["validate", "gpu"], "valid: host-cpu"),
-    (["calibrate", "h100"], "valid: host-cpu"),
-    (["validate", "host-cpu", "--kernels", "matmul,nope"], "unknown kernel 'nope'"),
-    (["validate", "host-cpu", "--sizes", "huge"], "valid: small, large"),
-    (["validate", "host-cpu", "--runtimes", "cuda"], "valid: eager, inductor, xla"),
-    (["validate", "host-cpu", "--min-run-s", "0"], "from 0.01 to 10"),
-    (["validate", "host-cpu", "--target-file", "/nonexistent/host-cpu.toml"], "calibrate host-cpu"),
-    (["validate", "host-cpu", "--target-file", "hardware_models/targets/h100.toml"], "\"cpu\""),
-    (["validate", "host-cpu", "--target-file", ""], "needs a path"),
-    (["validate", "host-cpu", "--target-file", "hardware_models/targets"], "is a folder"),
-    (["validate", "host-cpu", "--kernels", "add,matmul,add"], "--kernels lists add more than once"),
-    (["validate", "host-cpu", "--sizes", "small,small"], "--sizes lists small more than once"),
-    (["validate", "host-cpu", "--runtimes", "eager,xla,eager"], "--runtimes lists eager more than once"),
-    (["calibrate", "host-cpu", "--out", "/proc/x"], "cannot create files in /proc"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["validate", "gpu"], "valid: host-cpu"),
+        (["calibrate", "h100"], "valid: host-cpu"),
+        (["validate", "host-cpu", "--kernels", "matmul,nope"], "unknown kernel 'nope'"),
+        (["validate", "host-cpu", "--sizes", "huge"], "valid: small, large"),
+        (["validate", "host-cpu", "--runtimes", "cuda"], "valid: eager, inductor, xla"),
+        (["validate", "host-cpu", "--min-run-s", "0"], "from 0.01 to 10"),
+        (["validate", "host-cpu", "--target-file", "/nonexistent/host-cpu.toml"], "calibrate host-cpu"),
+        (["validate", "host-cpu", "--target-file", "hardware_models/targets/h100.toml"], '"cpu"'),
+        (["validate", "host-cpu", "--target-file", ""], "needs a path"),
+        (["validate", "host-cpu", "--target-file", "hardware_models/targets"], "is a folder"),
+        (["validate", "host-cpu", "--kernels", "add,matmul,add"], "--kernels lists add more than once"),
+        (["validate", "host-cpu", "--sizes", "small,small"], "--sizes lists small more than once"),
+        (["validate", "host-cpu", "--runtimes", "eager,xla,eager"], "--runtimes lists eager more than once"),
+        (["calibrate", "host-cpu", "--out", "/proc/x"], "cannot create files in /proc"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -39,17 +42,24 @@ def _without(text: str, key: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith(f"{key} ="))
 
 
-@pytest.mark.parametrize("content, needle", [
-    (b"\xff\xfe[fitted]\n", "is not UTF-8"),
-    (b"schema = [", "not valid TOML"),
-    (b"", "field 'schema': missing"),
-    (None, "field 'fitted.eager_gelu_s': missing"),  # a file from before ATen's GELU row
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        (b"\xff\xfe[fitted]\n", "is not UTF-8"),
+        (b"schema = [", "not valid TOML"),
+        (b"", "field 'schema': missing"),
+        (None, "field 'fitted.eager_gelu_s': missing"),  # a file from before ATen's GELU row
+    ],
+)
 def test_a_target_file_that_is_not_one_is_refused_in_one_line_with_the_remedy(content, needle, tmp_path, capsys):
     from hardware_models.target import get_target
 
     path = tmp_path / "host-cpu.toml"
-    path.write_bytes(content if content is not None else _without(Path(get_target("host-cpu").path).read_text(), "eager_gelu_s").encode())
+    path.write_bytes(
+        content
+        if content is not None
+        else _without(Path(get_target("host-cpu").path).read_text(), "eager_gelu_s").encode()
+    )
     assert main(["validate", "host-cpu", "--target-file", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and needle in err and "landscape calibrate host-cpu" in err and "Traceback" not in err
@@ -101,7 +111,9 @@ def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, 
     for key, q in target.quantities.items():
         if q.tag == "F":
             assert set(q.source.split()[1:]) <= ids, key
-    assert refit(target) == pytest.approx({k: target[k] for k, q in target.quantities.items() if q.tag == "F"}, rel=1e-3)
+    assert refit(target) == pytest.approx(
+        {k: target[k] for k, q in target.quantities.items() if q.tag == "F"}, rel=1e-3
+    )
 
 
 def test_module_reads_counts_the_forwards_a_call_runs_and_the_parameters_they_read():
@@ -121,7 +133,10 @@ def test_module_reads_counts_the_forwards_a_call_runs_and_the_parameters_they_re
             return self.used(self.used(x))
 
     with torch.inference_mode():
-        assert module_reads(TwoLayers(), [torch.ones(1, 2)]) == (3, 4)  # the outer forward, then used's twice (weight, bias)
+        assert module_reads(TwoLayers(), [torch.ones(1, 2)]) == (
+            3,
+            4,
+        )  # the outer forward, then used's twice (weight, bias)
 
 
 def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
@@ -153,23 +168,40 @@ def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
 def _machine(model: str, flags: str):
     from hardware_models.host import HostCpu
 
-    return HostCpu(model=model, machine="x86_64", cores=2, clock_hz=2e9, memory_bytes=2**30, flags=frozenset(flags.split()))
+    return HostCpu(
+        model=model, machine="x86_64", cores=2, clock_hz=2e9, memory_bytes=2**30, flags=frozenset(flags.split())
+    )
 
 
-@pytest.mark.parametrize("model, flags, differs", [
-    ("AMD EPYC", "sse2 avx avx2 fma f16c avx512f avx512_bf16", False),          # the file's own machine
-    ("Intel(R) Xeon(R) Platinum 8480+", "sse2 avx avx2 fma f16c avx512f avx512_bf16 amx_tile", True),  # AMX: 8-16x off
-    ("AMD EPYC", "sse2 avx avx2 fma f16c", True),                                # the same name, no AVX-512
-])
-def test_estimate_on_host_cpu_says_when_this_machine_is_not_the_calibrated_one(model, flags, differs, tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "model, flags, differs",
+    [
+        ("AMD EPYC", "sse2 avx avx2 fma f16c avx512f avx512_bf16", False),  # the file's own machine
+        (
+            "Intel(R) Xeon(R) Platinum 8480+",
+            "sse2 avx avx2 fma f16c avx512f avx512_bf16 amx_tile",
+            True,
+        ),  # AMX: 8-16x off
+        ("AMD EPYC", "sse2 avx avx2 fma f16c", True),  # the same name, no AVX-512
+    ],
+)
+def test_estimate_on_host_cpu_says_when_this_machine_is_not_the_calibrated_one(
+    model, flags, differs, tmp_path, monkeypatch, capsys
+):
     """The committed host-cpu file describes the CPU it was calibrated on (model, cores, vector
     extensions); `estimate --target host-cpu` on another says so on stderr, naming both and the
     remedy, whose file then works as --target with no copying."""
     text = (Path(__file__).resolve().parents[2] / "hardware_models" / "targets" / "host-cpu.toml").read_text()
     mine = tmp_path / "host-cpu.toml"
-    mine.write_text("\n".join(ln if not ln.startswith("description =") else
-                              'description = "AMD EPYC (2 cores, sse2 avx avx2 fma f16c avx512f avx512_bf16)"'
-                              for ln in text.splitlines()) + "\n")
+    mine.write_text(
+        "\n".join(
+            ln
+            if not ln.startswith("description =")
+            else 'description = "AMD EPYC (2 cores, sse2 avx avx2 fma f16c avx512f avx512_bf16)"'
+            for ln in text.splitlines()
+        )
+        + "\n"
+    )
     monkeypatch.setattr("hardware_models.host.read_host", lambda *a, **k: _machine(model, flags))
     assert main(["estimate", "matmul", "--target", str(mine), "--json"]) == 0
     captured = capsys.readouterr()
@@ -183,8 +215,9 @@ def test_estimate_on_host_cpu_says_when_this_machine_is_not_the_calibrated_one(m
     assert "calibrated on AMD EPYC (2 cores, sse2 avx avx2 fma f16c avx512f avx512_bf16)" in note
 
 
-@pytest.mark.parametrize("path, needle", [("nope.toml", "no such file"), ("folder/", "is a folder"),
-                                          ("bad.toml", "field 'schema': missing")])
+@pytest.mark.parametrize(
+    "path, needle", [("nope.toml", "no such file"), ("folder/", "is a folder"), ("bad.toml", "field 'schema': missing")]
+)
 def test_a_target_path_that_is_not_a_target_file_is_one_line(path, needle, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "folder").mkdir()

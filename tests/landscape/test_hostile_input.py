@@ -28,20 +28,38 @@ BAD_INPUTS = {
     "extent product beyond int64": (["estimate", "matmul", "--target", "h100", "--shape", f"m={2**63 - 1}"], "int64"),
     "extent beyond int64": (["estimate", "matmul", "--target", "h100", "--shape", f"m={2**63}"], "(int64)"),
     "--out under /proc": (["compare", "mlp", "--out", "/proc/x"], "cannot create files in /proc"),
-    "--trace under /proc": (["estimate", "mlp", "--target", "groq-lpu", "--trace", "/proc/x.json"], "cannot create files in /proc"),
+    "--trace under /proc": (
+        ["estimate", "mlp", "--target", "groq-lpu", "--trace", "/proc/x.json"],
+        "cannot create files in /proc",
+    ),
     "--out under a file": (["compare", "mlp", "--out", "README.md/sub"], "README.md is a file"),
-    "roofline under a file": (["roofline", "mlp", "--target", "h100", "--out", "README.md/r.svg"], "README.md is a file"),
+    "roofline under a file": (
+        ["roofline", "mlp", "--target", "h100", "--out", "README.md/r.svg"],
+        "README.md is a file",
+    ),
     # two lines on stderr: a control character in a value, echoed back (a seeded fuzz run found it)
-    "a carriage return as --array": (["gemm", "1", "1", "1", "--array", "\r"], "array=\\r is invalid; expected ROWSxCOLS"),
+    "a carriage return as --array": (
+        ["gemm", "1", "1", "1", "--array", "\r"],
+        "array=\\r is invalid; expected ROWSxCOLS",
+    ),
     "a newline as --array": (["gemm", "1", "1", "1", "--array", "1\n2"], "array=1\\n2 is invalid"),
     # silent wrong answers
-    "llama-2-7b beyond its context": (["predict", "--model", "llama-2-7b", "--target", "h100", "--input-len", "5000"],
-                                      "5,256 tokens exceeds its context of 4,096"),
-    "llama-3.1-8b at a million tokens": (["predict", "--model", "llama-3.1-8b", "--target", "h100", "--input-len", "1000000"],
-                                         "--allow-beyond-context"),
-    "gpt2-small at the default lengths": (["predict", "--model", "gpt2-small", "--target", "h100"],
-                                          "--input-len + --output-len <= 1024"),
-    "estimate beyond context": (["estimate", "llama-2-7b", "--target", "h100", "--shape", "seq=5000"], "--shape seq <= 4096"),
+    "llama-2-7b beyond its context": (
+        ["predict", "--model", "llama-2-7b", "--target", "h100", "--input-len", "5000"],
+        "5,256 tokens exceeds its context of 4,096",
+    ),
+    "llama-3.1-8b at a million tokens": (
+        ["predict", "--model", "llama-3.1-8b", "--target", "h100", "--input-len", "1000000"],
+        "--allow-beyond-context",
+    ),
+    "gpt2-small at the default lengths": (
+        ["predict", "--model", "gpt2-small", "--target", "h100"],
+        "--input-len + --output-len <= 1024",
+    ),
+    "estimate beyond context": (
+        ["estimate", "llama-2-7b", "--target", "h100", "--shape", "seq=5000"],
+        "--shape seq <= 4096",
+    ),
     "run beyond context": (["run", "tiny", "--shape", "seq=5000"], "context of 4,096"),
     "compare beyond context": (["compare", "llama-2-7b", "--shape", "seq=5000"], "--allow-beyond-context"),
     "default compare beyond llama-3.1-8b's context": (["compare", "--shape", "seq=200000"], "llama-3.1-8b"),
@@ -53,15 +71,21 @@ BAD_INPUTS = {
     "--set nan": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=nan"], "finite"),
     "--set 1e-305": (["estimate", "matmul", "--target", "h100", "--set", "levels.hbm.bytes_per_s=1e-305"], "1e-305"),
     "--set one PE": (["predict", "--model", "llama-3.1-8b", "--target", "wse-3", "--set", "chip.pes=1"], "chip.pes"),
-    "--set a billion cores": (["predict", "--model", "llama-3.1-8b", "--target", "spyre", "--set", "chip.cores=1000000000"],
-                              "chip.cores"),
-    "--set a 3-byte stick": (["predict", "--model", "llama-3.1-8b", "--target", "spyre", "--set", "chip.stick_bytes=3"],
-                             "power of two"),
+    "--set a billion cores": (
+        ["predict", "--model", "llama-3.1-8b", "--target", "spyre", "--set", "chip.cores=1000000000"],
+        "chip.cores",
+    ),
+    "--set a 3-byte stick": (
+        ["predict", "--model", "llama-3.1-8b", "--target", "spyre", "--set", "chip.stick_bytes=3"],
+        "power of two",
+    ),
     "--set abc": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=abc"], "'abc' is not a number"),
     "--set empty value": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count="], "'' is not a number"),
     "--set empty key": (["estimate", "matmul", "--target", "h100", "--set", "=3"], "SECTION.KEY=NUMBER"),
-    "--set twice": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=3", "--set", "chip.sm_count=4"],
-                    "chip.sm_count twice"),
+    "--set twice": (
+        ["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=3", "--set", "chip.sm_count=4"],
+        "chip.sm_count twice",
+    ),
     # minor
     "negative gemm size": (["gemm", "-1", "4", "4"], "-1 is not a valid size; sizes are integers >= 1"),
     "zero gemm size": (["gemm", "0", "4", "4"], "0 is below 1; choose an integer >= 1"),
@@ -72,11 +96,20 @@ BAD_INPUTS = {
     "empty --trace": (["estimate", "mlp", "--target", "groq-lpu", "--trace", ""], "--trace needs a path"),
     "empty --out": (["compare", "mlp", "--out", ""], "--out needs a path"),
     "--phase decode on a kernel": (["compare", "matmul", "--phase", "decode"], "matmul has no phases"),
-    "--phase against --shape mode": (["compare", "block", "--phase", "decode", "--shape", "mode=prefill"], "contradicts"),
+    "--phase against --shape mode": (
+        ["compare", "block", "--phase", "decode", "--shape", "mode=prefill"],
+        "contradicts",
+    ),
     "unknown model lists models only": (["predict", "--model", "llama-4", "--target", "h100"], "valid: gpt2-small"),
     "--force without --out": (["compare", "mlp", "--force"], "--force applies only with --out"),
-    "zero --chips": (["predict", "--model", "tiny", "--target", "h100", "--chips", "0"], "0 is below 1; choose an integer >= 1"),
-    "zero --batch": (["predict", "--model", "tiny", "--target", "h100", "--batch", "0"], "0 is below 1; choose an integer >= 1, or max"),
+    "zero --chips": (
+        ["predict", "--model", "tiny", "--target", "h100", "--chips", "0"],
+        "0 is below 1; choose an integer >= 1",
+    ),
+    "zero --batch": (
+        ["predict", "--model", "tiny", "--target", "h100", "--batch", "0"],
+        "0 is below 1; choose an integer >= 1, or max",
+    ),
     # --sides, the three compilation paths
     "one path to compare": (["compare", "mlp", "--sides", "torch"], "--sides takes 2 or more different paths"),
     "a path twice": (["compare", "mlp", "--sides", "jax,jax"], "--sides takes 2 or more different paths"),
@@ -84,7 +117,10 @@ BAD_INPUTS = {
     "three paths to diff": (["diff", "mlp", "--sides", "torch,jax,torch-xla"], "diff compares 2 paths"),
     "an empty --sides to run": (["run", "mlp", "--sides", ","], "--sides takes 1 or more different paths"),
     "all beside another path": (["compare", "mlp", "--sides", "all,torch"], "--sides all stands alone"),
-    "--sides with --from-file": (["compare", "--from-file", "a.mlir", "b.mlir", "--sides", "torch,jax"], "--sides does not apply"),
+    "--sides with --from-file": (
+        ["compare", "--from-file", "a.mlir", "b.mlir", "--sides", "torch,jax"],
+        "--sides does not apply",
+    ),
 }
 
 
@@ -102,9 +138,11 @@ def test_each_case_is_one_line_and_exit_2(case, capsys):
 def test_every_case_is_refused_before_torch_or_jax_is_imported():
     """Sizes, seeds, counts, lengths and paths are checked before any framework loads or any array
     is allocated: all the cases above, run in one fresh process."""
-    code = ("import sys, json; from landscape.cli import main\n"
-            "codes = [main(args) for args in json.loads(sys.argv[1])]\n"
-            "print(json.dumps([codes, sorted(m for m in ('torch', 'jax') if m in sys.modules)]))")
+    code = (
+        "import sys, json; from landscape.cli import main\n"
+        "codes = [main(args) for args in json.loads(sys.argv[1])]\n"
+        "print(json.dumps([codes, sorted(m for m in ('torch', 'jax') if m in sys.modules)]))"
+    )
     cases = json.dumps([args for args, _ in BAD_INPUTS.values()])
     out = subprocess.run([sys.executable, "-c", code, cases], capture_output=True, text=True, timeout=120)
     codes, imported = json.loads(out.stdout.strip().splitlines()[-1])
@@ -120,10 +158,16 @@ def test_the_cli_states_the_library_limits_without_importing_numpy():
 
 
 def test_help_answers_in_under_a_second_without_torch_jax_or_numpy():
-    code = ("import sys, time; t = time.perf_counter(); from landscape.cli import main; main(['--help']);"
-            "print(time.perf_counter() - t, sorted(m for m in ('torch', 'jax', 'numpy') if m in sys.modules))")
-    best = min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-                     .stdout.split()[-2]) for _ in range(3))
+    code = (
+        "import sys, time; t = time.perf_counter(); from landscape.cli import main; main(['--help']);"
+        "print(time.perf_counter() - t, sorted(m for m in ('torch', 'jax', 'numpy') if m in sys.modules))"
+    )
+    best = min(
+        float(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout.split()[-2]
+        )
+        for _ in range(3)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
     assert best < 1.0 and out.strip().endswith("[]")
 
@@ -135,7 +179,10 @@ def test_the_memory_estimate_follows_its_formula():
     """matmul 64x64x64 in float32: N_io = 2 * 4096, N_big = 4096 (the output):
     (4 + 8 + 8) * 8192 + (8 + 8 + 16) * 4096 + 1 GB."""
     entry = get_entry("matmul")
-    assert agreement.run_memory_bytes(entry, entry.resolve(), "float32") == 20 * 8192 + 32 * 4096 + agreement.FRAMEWORK_BYTES
+    assert (
+        agreement.run_memory_bytes(entry, entry.resolve(), "float32")
+        == 20 * 8192 + 32 * 4096 + agreement.FRAMEWORK_BYTES
+    )
 
 
 def test_a_run_beyond_the_available_memory_is_refused_with_the_estimate_and_the_limit(monkeypatch):
@@ -147,7 +194,9 @@ def test_a_run_beyond_the_available_memory_is_refused_with_the_estimate_and_the_
         raise AssertionError("ran")
 
     with pytest.raises(TooLargeToRun, match=r"needs about 5\.83 GB .* more than the 2\.00 GB of memory available"):
-        agreement.check_agreement("matmul", {"m": "8192", "n": "8192", "k": "8192"}, runners={"torch": never, "jax": never})
+        agreement.check_agreement(
+            "matmul", {"m": "8192", "n": "8192", "k": "8192"}, runners={"torch": never, "jax": never}
+        )
 
 
 def test_available_memory_is_read_at_run_time():
@@ -185,8 +234,15 @@ def test_a_run_whose_side_returns_nan_prints_valid_json_and_fails(monkeypatch, c
 class _InfinitePrediction:
     def to_dict(self):
         summary = {"total_time_s": 1e-3, "notes": []}
-        return {"model": "tiny", "target": "h100", "ttft_s": 1e-3, "decode_step_s": float("inf"),
-                "tokens_per_s_per_user": 0.0, "prefill": summary, "decode": summary}
+        return {
+            "model": "tiny",
+            "target": "h100",
+            "ttft_s": 1e-3,
+            "decode_step_s": float("inf"),
+            "tokens_per_s_per_user": 0.0,
+            "prefill": summary,
+            "decode": summary,
+        }
 
 
 @pytest.mark.parametrize("as_json", [True, False])
@@ -230,7 +286,17 @@ def test_predict_beyond_the_context_answers_with_a_note_when_allowed(capsys):
 
 @pytest.mark.jax
 def test_estimate_beyond_the_context_notes_it_in_json_and_text(capsys):
-    args = ["estimate", "tiny", "--target", "h100", "--shape", "seq=4100", "--shape", "mode=decode", "--allow-beyond-context"]
+    args = [
+        "estimate",
+        "tiny",
+        "--target",
+        "h100",
+        "--shape",
+        "seq=4100",
+        "--shape",
+        "mode=decode",
+        "--allow-beyond-context",
+    ]
     assert cli.main([*args, "--json"]) == 0
     assert any(n.startswith("beyond context") for n in json.loads(capsys.readouterr().out)["notes"])
     assert cli.main(args) == 0

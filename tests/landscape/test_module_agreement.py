@@ -67,6 +67,7 @@ def _attention(q, k, v, heads):
 
 def jax_block(p, x, heads=4, approximate_gelu=False, eps=1e-5):
     """The port as a function of the state_dict (PyTorch layouts: Linear weights are [out, in])."""
+
     def linear(x, name):
         y = (x.astype(F32) @ p[f"{name}.weight"].T.astype(F32)).astype(x.dtype)
         return y + _rows(p[f"{name}.bias"], y)
@@ -86,7 +87,11 @@ class NNXBlock(nnx.Module):
         self.ln1, self.ln2 = nnx.LayerNorm(d, epsilon=1e-5, rngs=rngs), nnx.LayerNorm(d, epsilon=1e-5, rngs=rngs)
         setattr(self, qkv_name, nnx.Linear(d, 3 * d, rngs=rngs))
         self.qkv_name = qkv_name
-        self.proj, self.fc1, self.fc2 = nnx.Linear(d, d, rngs=rngs), nnx.Linear(d, d_ff, rngs=rngs), nnx.Linear(d_ff, d, rngs=rngs)
+        self.proj, self.fc1, self.fc2 = (
+            nnx.Linear(d, d, rngs=rngs),
+            nnx.Linear(d, d_ff, rngs=rngs),
+            nnx.Linear(d_ff, d, rngs=rngs),
+        )
 
     def __call__(self, x):
         q, k, v = jnp.split(getattr(self, self.qkv_name)(self.ln1(x)), 3, axis=-1)
@@ -194,7 +199,9 @@ def test_outputs_that_are_not_tensors_are_left_out_and_said():
             return {"y": self.lin(x), "cache": object()}
 
     x = np.ones((1, 8), np.float32)
-    result = check_module_agreement(WithCache(), lambda p, x: {"y": x @ p["lin.weight"].T + _rows(p["lin.bias"], x)}, [x], dtypes=["float32"])
+    result = check_module_agreement(
+        WithCache(), lambda p, x: {"y": x @ p["lin.weight"].T + _rows(p["lin.bias"], x)}, [x], dtypes=["float32"]
+    )
     assert result.ok and any("output.cache" in n for n in result.notes)
 
 

@@ -36,8 +36,10 @@ def _files(folder: Path) -> set[str]:
 # --------------------------------------------------------------------------------- path checks
 
 
-@pytest.mark.parametrize("path, needle", [("", "needs a path"), ("/proc/x", "cannot create files in /proc"),
-                                          ("README.md/sub", "README.md is a file")])
+@pytest.mark.parametrize(
+    "path, needle",
+    [("", "needs a path"), ("/proc/x", "cannot create files in /proc"), ("README.md/sub", "README.md is a file")],
+)
 def test_an_output_folder_that_cannot_be_created_is_refused_before_work(path, needle, monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(BadOutput, match=needle):
@@ -101,7 +103,14 @@ def test_force_replaces_only_our_files_and_removes_stale_ones(tmp_path):
     (out / "plans" / "my-plan.txt").write_text("mine too")
     with OutputDir(out, force=True) as target:
         target.write(lambda root: _report(root, ("report.json", "report.html", "plans/h100.jax.txt")))
-    assert _files(out) == {"report.json", "report.html", "plans/h100.jax.txt", MANIFEST, "notes.txt", "plans/my-plan.txt"}
+    assert _files(out) == {
+        "report.json",
+        "report.html",
+        "plans/h100.jax.txt",
+        MANIFEST,
+        "notes.txt",
+        "plans/my-plan.txt",
+    }
     assert (out / "notes.txt").read_text() == "mine" and (out / "report.json").read_text() == "new report.json"
     assert sorted(os.listdir(tmp_path)) == ["out"]
 
@@ -181,9 +190,16 @@ def _script(*args, **kwargs):
 
 def test_a_full_stdout_ends_with_141_and_one_line():
     with open("/dev/full", "w") as full:
-        out = subprocess.run([sys.executable, "-c", _CODE, "kernels", "--json"], stdout=full, stderr=subprocess.PIPE,
-                             text=True, timeout=60)
-    assert out.returncode == 141 and out.stderr.strip().splitlines() == ["landscape: stdout: No space left on device (output lost)"]
+        out = subprocess.run(
+            [sys.executable, "-c", _CODE, "kernels", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 141 and out.stderr.strip().splitlines() == [
+        "landscape: stdout: No space left on device (output lost)"
+    ]
 
 
 @pytest.mark.parametrize("args", [["kernels"], ["targets", "--json"]])
@@ -196,7 +212,9 @@ def test_a_closed_pipe_ends_quietly_with_141(args):
 
 
 def test_a_closed_stdout_ends_with_141():
-    out = subprocess.run(f"{sys.executable} -c '{_CODE}' gemm 8 8 8 >&-", shell=True, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        f"{sys.executable} -c '{_CODE}' gemm 8 8 8 >&-", shell=True, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 141 and "Traceback" not in out.stderr
 
 
@@ -213,10 +231,13 @@ _SLOW_RUN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("sig, code, line", [(signal.SIGINT, 130, "landscape: interrupted"),
-                                              (signal.SIGTERM, 143, "landscape: terminated")])
+@pytest.mark.parametrize(
+    "sig, code, line", [(signal.SIGINT, 130, "landscape: interrupted"), (signal.SIGTERM, 143, "landscape: terminated")]
+)
 def test_sigint_and_sigterm_print_one_line_and_exit_130_and_143(sig, code, line):
-    with subprocess.Popen([sys.executable, "-c", _SLOW_RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", _SLOW_RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
         assert proc.stderr.readline().strip() == "ready"
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == code
@@ -244,13 +265,20 @@ _SLOW_COMPARE = textwrap.dedent("""
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_report_interrupted_while_written_leaves_nothing_behind(tmp_path, sig, code):
     """The staging folder DIR.tmp-PID and the lock DIR.lock go; DIR never appears half-written."""
-    with subprocess.Popen([sys.executable, "-c", _SLOW_COMPARE, str(tmp_path / "out")], cwd=ROOT,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [sys.executable, "-c", _SLOW_COMPARE, str(tmp_path / "out")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
         assert proc.stderr.readline().strip() == "ready"
         assert {p.name for p in tmp_path.iterdir()} == {"out.lock", f"out.tmp-{proc.pid}"}
         proc.send_signal(sig)
         assert proc.wait(timeout=30) == code
-        assert proc.stderr.read().strip().splitlines() == [f"landscape: {'interrupted' if code == 130 else 'terminated'}"]
+        assert proc.stderr.read().strip().splitlines() == [
+            f"landscape: {'interrupted' if code == 130 else 'terminated'}"
+        ]
     assert list(tmp_path.iterdir()) == []
 
 

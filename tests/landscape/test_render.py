@@ -68,10 +68,15 @@ def test_targets_name_the_memory_kind_and_scale_its_size(capsys):
 
 
 def test_predict_notes_say_which_phase_they_belong_to():
-    data = {"prefill": {"notes": ["bf16 is emulated", "16.06 GB over 208 MB: 79 chips"]},
-            "decode": {"notes": ["bf16 is emulated", "16.36 GB over 208 MB: 79 chips"]}}
-    assert prediction_notes(data) == [("prefill and decode", "bf16 is emulated"), ("prefill", "16.06 GB over 208 MB: 79 chips"),
-                                      ("decode", "16.36 GB over 208 MB: 79 chips")]
+    data = {
+        "prefill": {"notes": ["bf16 is emulated", "16.06 GB over 208 MB: 79 chips"]},
+        "decode": {"notes": ["bf16 is emulated", "16.36 GB over 208 MB: 79 chips"]},
+    }
+    assert prediction_notes(data) == [
+        ("prefill and decode", "bf16 is emulated"),
+        ("prefill", "16.06 GB over 208 MB: 79 chips"),
+        ("decode", "16.36 GB over 208 MB: 79 chips"),
+    ]
 
 
 def test_a_workload_note_is_printed_under_its_title_and_on_the_page(capsys):

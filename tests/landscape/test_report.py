@@ -36,7 +36,7 @@ def written(tmp_path_factory):
 
 def test_the_opening_states_dtype_shapes_phases_and_compilers(written):
     _, page, _ = written
-    opening = page[page.index("<h1>"):page.index('<section class="phase"')]
+    opening = page[page.index("<h1>") : page.index('<section class="phase"')]
     text = re.sub(r"<[^>]+>", "", opening)
     assert "One llama-3.1-8b layer" in text and "bfloat16" in text
     assert "n_heads=32" in text and "d_ff=14336" in text
@@ -53,7 +53,7 @@ def test_each_target_is_named_by_family_and_vendor(written):
 
 def test_bound_padding_fused_and_other_are_defined_in_one_line_each(written):
     _, page, _ = written
-    items = re.findall(r"<li><b>([^<]+)</b>: ([^<]+)</li>", page[page.index('id="definitions"'):])
+    items = re.findall(r"<li><b>([^<]+)</b>: ([^<]+)</li>", page[page.index('id="definitions"') :])
     defined = dict(items)
     for term in ("bound", "padding", "fused", "other"):
         assert term in defined and "\n" not in defined[term]
@@ -68,8 +68,13 @@ def test_links_are_relative_and_point_at_files_written_beside_the_page(written):
     for href in parser.hrefs:
         assert not href.startswith(("/", "http", "file:")), href
         assert (tmp_path / href).is_file(), href
-    for wanted in ("report.json", "prefill/plans/h100.torch.txt", "decode/rooflines/h100.jax.svg",
-                   "prefill/traces/groq-lpu.jax.json", "decode/hlo/jax.stablehlo.txt"):
+    for wanted in (
+        "report.json",
+        "prefill/plans/h100.torch.txt",
+        "decode/rooflines/h100.jax.svg",
+        "prefill/traces/groq-lpu.jax.json",
+        "decode/hlo/jax.stablehlo.txt",
+    ):
         assert wanted in parser.hrefs
 
 
@@ -116,16 +121,20 @@ def test_each_phase_ranks_the_targets_and_names_the_top_kernel_and_its_cause(wri
     _, page, data = written
     for comparison, section in zip(data["comparisons"], page.split('<section class="phase"')[1:]):
         ranked = ranking(comparison)
-        assert [r["target"] for r in ranked] == sorted(TARGETS, key=lambda t: min(
-            r["time_s"] for r in comparison["results"] if r["target"] == t and "refused" not in r))
+        assert [r["target"] for r in ranked] == sorted(
+            TARGETS,
+            key=lambda t: min(r["time_s"] for r in comparison["results"] if r["target"] == t and "refused" not in r),
+        )
         assert [r["time_s"] for r in ranked] == sorted(r["time_s"] for r in ranked) and ranked[0]["slower"] == 1.0
         for r in ranked:
             best = min((x for x in comparison["results"] if x["target"] == r["target"]), key=lambda x: x["time_s"])
             assert r["side"] == best["side"] and r["top_kernel"] == best["top_kernel"]
             top = best["top_kernel"]
-            assert 0 < top["time_s"] <= best["time_s"] * (1 + 1e-9) and top["share"] == pytest.approx(top["time_s"] / best["time_s"])
-        table = section[section.index('<table class="ranking">'):]
-        table = table[:table.index("</table>")]
+            assert 0 < top["time_s"] <= best["time_s"] * (1 + 1e-9) and top["share"] == pytest.approx(
+                top["time_s"] / best["time_s"]
+            )
+        table = section[section.index('<table class="ranking">') :]
+        table = table[: table.index("</table>")]
         assert re.findall(r"data-ranked='([^']+)'", table) == [r["target"] for r in ranked]
         assert html_text(kernel_cause(ranked[0]["top_kernel"])) in html_text(table)
         assert f"{ranked[0]['target']} is the fastest" in section
@@ -135,9 +144,24 @@ def test_the_top_kernel_is_the_largest_by_time_times_repeats():
     from hardware_models.compare import SideResult
     from hardware_models.cost.model import Cost, Estimate, GroupCost
 
-    groups = (GroupCost(0, "contraction", ("stablehlo.dot_general",), "mlp", 1, Cost(flops=10, time_s=3.0, compute_s=3.0, bytes=(("hbm", 5),))),
-              GroupCost(1, "other", ("stablehlo.transpose", "stablehlo.add"), "jit(f)/attn/transpose", 4,
-                        Cost(flops=2, time_s=1.0, memory_s=(("hbm", 1.0),), bytes=(("hbm", 40),))))
+    groups = (
+        GroupCost(
+            0,
+            "contraction",
+            ("stablehlo.dot_general",),
+            "mlp",
+            1,
+            Cost(flops=10, time_s=3.0, compute_s=3.0, bytes=(("hbm", 5),)),
+        ),
+        GroupCost(
+            1,
+            "other",
+            ("stablehlo.transpose", "stablehlo.add"),
+            "jit(f)/attn/transpose",
+            4,
+            Cost(flops=2, time_s=1.0, memory_s=(("hbm", 1.0),), bytes=(("hbm", 40),)),
+        ),
+    )
     top = SideResult("jax", "h100", "hbm", estimate=Estimate("h100", "p", groups)).top_kernel()
     assert top["group"] == 1 and top["time_s"] == 4.0 and top["share"] == pytest.approx(4 / 7)
     assert top["bound"] == "memory" and top["intensity"] == pytest.approx(2 / 40)
@@ -149,7 +173,7 @@ def test_the_top_kernel_is_the_largest_by_time_times_repeats():
 def test_main_memory_traffic_is_named_so_and_the_op_counts_are_collapsed(written):
     _, page, _ = written
     assert "<th>main-memory traffic</th>" in page and "<th>main memory</th>" not in page
-    assert '<details class="op-counts">' in page and "<details class=\"op-counts\" open" not in page
+    assert '<details class="op-counts">' in page and '<details class="op-counts" open' not in page
 
 
 def html_text(fragment: str) -> str:

@@ -11,12 +11,17 @@ from tests.hardware_models.programs import program, t
 
 def _gemm_then_transposes():
     x, w, y, yt = t((256, 512)), t((512, 1024)), t((256, 1024)), t((1024, 256))
-    return program({"x": x, "w": w}, [
-        f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
-        f"%1 = stablehlo.transpose %0, dims = [1, 0] : ({y}) -> {yt}",
-        f"%2 = stablehlo.exponential %1 : {yt}",
-        f"%3 = stablehlo.transpose %2, dims = [1, 0] : ({yt}) -> {y}",
-    ], "%3", y)
+    return program(
+        {"x": x, "w": w},
+        [
+            f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
+            f"%1 = stablehlo.transpose %0, dims = [1, 0] : ({y}) -> {yt}",
+            f"%2 = stablehlo.exponential %1 : {yt}",
+            f"%3 = stablehlo.transpose %2, dims = [1, 0] : ({yt}) -> {y}",
+        ],
+        "%3",
+        y,
+    )
 
 
 def test_the_title_counts_the_kernels_that_are_not_drawn(tmp_path):

@@ -23,10 +23,15 @@ BAD = {
     "SLO beside a load": (SERVE + ["--slo-ttft", "1", "--rate", "2"], "drop --concurrency/--rate"),
     "a list without an SLO": (SERVE + ["--max-batch", "64,128"], "searched only with an SLO"),
     "a bad list": (SERVE + ["--max-batch", "64,x"], "give integers >= 1"),
-    "a request beyond the context": (SERVE + ["--input-len", "200000"], "200,128 tokens exceeds its context of 131,072"),
+    "a request beyond the context": (
+        SERVE + ["--input-len", "200000"],
+        "200,128 tokens exceeds its context of 131,072",
+    ),
     "a missing trace": (SERVE + ["--trace", "/nonexistent.csv"], "/nonexistent.csv: no such file"),
-    "weights that fill the chip": (["serve", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"],
-                                   "less than one request"),
+    "weights that fill the chip": (
+        ["serve", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"],
+        "less than one request",
+    ),
     "unknown target": (["serve", "--model", "llama-3.1-8b", "--target", "h1000"], "did you mean 'h100'"),
     "--force without --out": (SERVE + ["--force"], "--force applies only with --out"),
     "a precision the target lacks": (SERVE + ["--precision", "int8"], "h100 has no int8"),
@@ -51,11 +56,17 @@ def test_a_bad_trace_row_names_its_line(tmp_path, capsys):
 
 
 def test_bad_input_is_refused_before_torch_or_jax_is_imported():
-    code = ("import sys, json; from landscape.cli import main\n"
-            "codes = [main(args) for args in json.loads(sys.argv[1])]\n"
-            "print(json.dumps([codes, sorted(m for m in ('torch', 'jax') if m in sys.modules)]))")
-    out = subprocess.run([sys.executable, "-c", code, json.dumps([a for a, _ in BAD.values()])], capture_output=True,
-                         text=True, timeout=120)
+    code = (
+        "import sys, json; from landscape.cli import main\n"
+        "codes = [main(args) for args in json.loads(sys.argv[1])]\n"
+        "print(json.dumps([codes, sorted(m for m in ('torch', 'jax') if m in sys.modules)]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps([a for a, _ in BAD.values()])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     codes, imported = json.loads(out.stdout.strip().splitlines()[-1])
     assert set(codes) == {2} and imported == []
 
@@ -63,10 +74,30 @@ def test_bad_input_is_refused_before_torch_or_jax_is_imported():
 @pytest.mark.jax
 @pytest.mark.xdist_group("serve-llama-8b")
 def test_one_request_in_flight_equals_predicts_batch_1_figures(capsys):
-    assert cli.main(["predict", "--model", "llama-3.1-8b", "--target", "h100", "--input-len", "1000", "--output-len", "65",
-                     "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "predict",
+                "--model",
+                "llama-3.1-8b",
+                "--target",
+                "h100",
+                "--input-len",
+                "1000",
+                "--output-len",
+                "65",
+                "--json",
+            ]
+        )
+        == 0
+    )
     predicted = json.loads(capsys.readouterr().out)
-    assert cli.main(SERVE + ["--concurrency", "1", "--requests", "2", "--input-len", "1000", "--output-len", "65", "--json"]) == 0
+    assert (
+        cli.main(
+            SERVE + ["--concurrency", "1", "--requests", "2", "--input-len", "1000", "--output-len", "65", "--json"]
+        )
+        == 0
+    )
     served = json.loads(capsys.readouterr().out)
     assert served["ttft_s"]["mean"] == pytest.approx(predicted["ttft_s"], rel=1e-6)  # the same prefill graph
     assert served["tpot_s"]["mean"] == pytest.approx(predicted["decode_step_s"], rel=0.01)
@@ -86,23 +117,59 @@ def test_the_step_grid_matches_direct_costing_off_its_points():
     lower = _lowering("llama-3.1-8b", "jax", "bf16")
     # prefill steps within 10% (a GEMM's 128-row tiles make dense time a staircase the line cuts),
     # decode steps within 3%
-    for shapes, chunks, decodes, cached, within in (({"batch": 1, "seq": 700}, [(700, 0)], 0, 0, 0.10),
-                                                    ({"batch": 1, "seq": 3000}, [(3000, 0)], 0, 0, 0.10),
-                                                    ({"batch": 1, "seq": 65}, [(65, 0)], 0, 0, 0.10),
-                                                    ({"batch": 5, "seq": 900, "mode": "decode"}, [], 5, 4500, 0.03),
-                                                    ({"batch": 40, "seq": 2000, "mode": "decode"}, [], 40, 80000, 0.03),
-                                                    ({"batch": 3, "seq": 1, "mode": "decode"}, [], 3, 3, 0.03)):
+    for shapes, chunks, decodes, cached, within in (
+        ({"batch": 1, "seq": 700}, [(700, 0)], 0, 0, 0.10),
+        ({"batch": 1, "seq": 3000}, [(3000, 0)], 0, 0, 0.10),
+        ({"batch": 1, "seq": 65}, [(65, 0)], 0, 0, 0.10),
+        ({"batch": 5, "seq": 900, "mode": "decode"}, [], 5, 4500, 0.03),
+        ({"batch": 40, "seq": 2000, "mode": "decode"}, [], 40, 80000, 0.03),
+        ({"batch": 3, "seq": 1, "mode": "decode"}, [], 3, 3, 0.03),
+    ):
         rest, attention, _ = split_attention(lower(shapes), target, 1)
         assert placed.costs.step_s(chunks, decodes, cached) == pytest.approx(rest + attention, rel=within), shapes
 
 
 @pytest.mark.jax
-@pytest.mark.parametrize("args", [
-    ["--model", "llama-3.1-70b", "--target", "h100", "--chips", "2", "--precision", "fp8", "--concurrency", "128", "--requests", "256",
-     "--input-len", "2048", "--output-len", "256"],
-    ["--model", "llama-2-7b", "--target", "tpu-v5e", "--chips", "8", "--concurrency", "96", "--requests", "192",
-     "--input-len", "1024", "--output-len", "256"],
-], ids=["llama-3.1-70b c128 on 2 h100", "llama-2-7b c96 on 8 tpu-v5e"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "--model",
+            "llama-3.1-70b",
+            "--target",
+            "h100",
+            "--chips",
+            "2",
+            "--precision",
+            "fp8",
+            "--concurrency",
+            "128",
+            "--requests",
+            "256",
+            "--input-len",
+            "2048",
+            "--output-len",
+            "256",
+        ],
+        [
+            "--model",
+            "llama-2-7b",
+            "--target",
+            "tpu-v5e",
+            "--chips",
+            "8",
+            "--concurrency",
+            "96",
+            "--requests",
+            "192",
+            "--input-len",
+            "1024",
+            "--output-len",
+            "256",
+        ],
+    ],
+    ids=["llama-3.1-70b c128 on 2 h100", "llama-2-7b c96 on 8 tpu-v5e"],
+)
 def test_configurations_that_run_in_practice_are_simulated(args, capsys):
     assert cli.main(["serve", *args, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -32,11 +32,14 @@ def test_without_fusion_costs_more_kernels_and_says_so(capsys):
     assert not any("compiled without" in n for n in fused["notes"])
 
 
-@pytest.mark.parametrize("args, needle", [
-    (["--without", "place_buffers"], "place_buffers builds what costing reads"),
-    (["--without", "stickify"], "'stickify'"),  # a Spyre pass: not in the GPU's pipeline
-    (["--without", "nope"], "'nope'"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--without", "place_buffers"], "place_buffers builds what costing reads"),
+        (["--without", "stickify"], "'stickify'"),  # a Spyre pass: not in the GPU's pipeline
+        (["--without", "nope"], "'nope'"),
+    ],
+)
 def test_a_pass_that_cannot_be_left_out_is_one_line_naming_those_that_can(capsys, args, needle):
     from landscape.cli import main
 
@@ -50,8 +53,22 @@ def test_compare_leaves_the_pass_out_where_each_pipeline_has_it(capsys):
     on h100 alone it is refused."""
     from landscape.cli import main
 
-    assert main(["compare", "softmax", "--targets", "h100,spyre", "--without", "insert_restickify",
-                 "--without", "fuse_elementwise", "--json"]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "softmax",
+                "--targets",
+                "h100,spyre",
+                "--without",
+                "insert_restickify",
+                "--without",
+                "fuse_elementwise",
+                "--json",
+            ]
+        )
+        == 0
+    )
     (result,) = json.loads(capsys.readouterr().out)["comparisons"]
     assert result["workload"]["without"] == ["insert_restickify", "fuse_elementwise"]
     assert all(r.get("time_s") for r in result["results"])

@@ -64,8 +64,14 @@ def compute_cycles(m, n, k, rows, cols, dataflow):
     with open(paths["l.csv"], "w") as f:
         f.write(LAYOUT)
     with contextlib.redirect_stdout(io.StringIO()):
-        sim = scalesim(save_disk_space=True, verbose=False, config=paths["c.cfg"], topology=paths["t.csv"],
-                       layout=paths["l.csv"], input_type_gemm=True)
+        sim = scalesim(
+            save_disk_space=True,
+            verbose=False,
+            config=paths["c.cfg"],
+            topology=paths["t.csv"],
+            layout=paths["l.csv"],
+            input_type_gemm=True,
+        )
         sim.run_scale(top_path=work)
     _, total, stall = sim.runner.single_layer_sim_object_list[0].get_compute_report_items()[:3]
     return [int(total), int(stall)]

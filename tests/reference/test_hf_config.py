@@ -14,37 +14,104 @@ from reference.hf_config import config_from_hf
 from reference.models import BadModelFile, get_model
 
 LLAMA_32_1B = {  # meta-llama/Llama-3.2-1B config.json (its architecture fields)
-    "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "head_dim": 64, "intermediate_size": 8192, "vocab_size": 128256,
-    "max_position_embeddings": 131072, "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "tie_word_embeddings": True,
-    "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "torch_dtype": "bfloat16", "bos_token_id": 128000,
-    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
-                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "model_type": "llama",
+    "hidden_size": 2048,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 64,
+    "intermediate_size": 8192,
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 500000.0,
+    "tie_word_embeddings": True,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "mlp_bias": False,
+    "torch_dtype": "bfloat16",
+    "bos_token_id": 128000,
+    "rope_scaling": {
+        "factor": 32.0,
+        "high_freq_factor": 4.0,
+        "low_freq_factor": 1.0,
+        "original_max_position_embeddings": 8192,
+        "rope_type": "llama3",
+    },
 }
 QWEN25_05B = {  # Qwen/Qwen2.5-0.5B: q, k, v biases; a sliding window it does not use
-    "model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
-    "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936, "max_position_embeddings": 32768,
-    "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "tie_word_embeddings": True, "hidden_act": "silu",
-    "sliding_window": 32768, "use_sliding_window": False, "max_window_layers": 24,
+    "model_type": "qwen2",
+    "hidden_size": 896,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "intermediate_size": 4864,
+    "vocab_size": 151936,
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": True,
+    "hidden_act": "silu",
+    "sliding_window": 32768,
+    "use_sliding_window": False,
+    "max_window_layers": 24,
 }
-GPT2 = {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12, "n_inner": None, "vocab_size": 50257,
-        "layer_norm_epsilon": 1e-05, "n_positions": 1024, "activation_function": "gelu_new"}
+GPT2 = {
+    "model_type": "gpt2",
+    "n_embd": 768,
+    "n_layer": 12,
+    "n_head": 12,
+    "n_inner": None,
+    "vocab_size": 50257,
+    "layer_norm_epsilon": 1e-05,
+    "n_positions": 1024,
+    "activation_function": "gelu_new",
+}
 MIXTRAL = {  # mistralai/Mixtral-8x7B-v0.1
-    "model_type": "mixtral", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000, "max_position_embeddings": 32768,
-    "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "tie_word_embeddings": False, "hidden_act": "silu",
-    "num_local_experts": 8, "num_experts_per_tok": 2, "sliding_window": None,
+    "model_type": "mixtral",
+    "hidden_size": 4096,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "intermediate_size": 14336,
+    "vocab_size": 32000,
+    "max_position_embeddings": 32768,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": False,
+    "hidden_act": "silu",
+    "num_local_experts": 8,
+    "num_experts_per_tok": 2,
+    "sliding_window": None,
 }
-ARCHITECTURE = ("style", "d_model", "n_layers", "n_heads", "n_kv_heads", "d_ff", "vocab", "norm_eps", "max_positions",
-                "rope_theta", "tie_embeddings", "qkv_bias", "n_experts", "top_k", "head_dim", "rope_scaling")
+ARCHITECTURE = (
+    "style",
+    "d_model",
+    "n_layers",
+    "n_heads",
+    "n_kv_heads",
+    "d_ff",
+    "vocab",
+    "norm_eps",
+    "max_positions",
+    "rope_theta",
+    "tie_embeddings",
+    "qkv_bias",
+    "n_experts",
+    "top_k",
+    "head_dim",
+    "rope_scaling",
+)
 
 
 def architecture(cfg):
     return {k: getattr(cfg, k) for k in ARCHITECTURE}
 
 
-@pytest.mark.parametrize("raw, published", [(LLAMA_32_1B, "llama-3.2-1b"), (QWEN25_05B, "qwen2.5-0.5b"),
-                                            (GPT2, "gpt2-small"), (MIXTRAL, "mixtral-8x7b")])
+@pytest.mark.parametrize(
+    "raw, published",
+    [(LLAMA_32_1B, "llama-3.2-1b"), (QWEN25_05B, "qwen2.5-0.5b"), (GPT2, "gpt2-small"), (MIXTRAL, "mixtral-8x7b")],
+)
 def test_a_published_config_json_gives_the_hand_written_entry(raw, published):
     assert architecture(config_from_hf(raw, "mine")) == architecture(get_model(published))
 
@@ -58,20 +125,23 @@ def test_transformers_5s_rope_parameters_carry_theta_and_scaling():
     assert cfg.rope_scaling is None and cfg.rope_theta == 10000.0
 
 
-@pytest.mark.parametrize("change, needle", [
-    ({"model_type": "bert"}, "valid: llama, mistral, qwen2, mixtral, gpt2"),
-    ({"model_type": "mistral", "sliding_window": 4096}, "'sliding_window' = 4096 is not modelled; accepted: null"),
-    ({"use_sliding_window": True}, "'sliding_window'"),
-    ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'rope_scaling.rope_type' = 'yarn'"),
-    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "lacks low_freq_factor"),
-    ({"attention_bias": True}, "'attention_bias' = True"),
-    ({"mlp_bias": True}, "'mlp_bias'"),
-    ({"hidden_act": "gelu"}, "accepted: \"silu\""),
-    ({"hidden_size": None}, "missing field 'hidden_size'"),
-    ({"hidden_size": -4}, "expected a positive int"),
-    ({"num_attention_heads": "14"}, "'num_attention_heads' is '14'"),
-    ({"tie_word_embeddings": "yes"}, "expected true or false"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        ({"model_type": "bert"}, "valid: llama, mistral, qwen2, mixtral, gpt2"),
+        ({"model_type": "mistral", "sliding_window": 4096}, "'sliding_window' = 4096 is not modelled; accepted: null"),
+        ({"use_sliding_window": True}, "'sliding_window'"),
+        ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'rope_scaling.rope_type' = 'yarn'"),
+        ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "lacks low_freq_factor"),
+        ({"attention_bias": True}, "'attention_bias' = True"),
+        ({"mlp_bias": True}, "'mlp_bias'"),
+        ({"hidden_act": "gelu"}, 'accepted: "silu"'),
+        ({"hidden_size": None}, "missing field 'hidden_size'"),
+        ({"hidden_size": -4}, "expected a positive int"),
+        ({"num_attention_heads": "14"}, "'num_attention_heads' is '14'"),
+        ({"tie_word_embeddings": "yes"}, "expected true or false"),
+    ],
+)
 def test_what_the_styles_do_not_model_is_refused_by_field(change, needle):
     with pytest.raises(BadModelFile) as info:
         config_from_hf({**QWEN25_05B, **change}, "mine")
@@ -83,15 +153,28 @@ def test_a_bad_file_is_one_line(tmp_path):
 
     (tmp_path / "list.json").write_text("[1, 2]")
     (tmp_path / "broken.json").write_text("{")
-    for path, needle in ((tmp_path / "none.json", "not a file"), (tmp_path / "list.json", "one JSON object"),
-                         (tmp_path / "broken.json", "not a JSON config"), (tmp_path, "not a file")):
+    for path, needle in (
+        (tmp_path / "none.json", "not a file"),
+        (tmp_path / "list.json", "one JSON object"),
+        (tmp_path / "broken.json", "not a JSON config"),
+        (tmp_path, "not a file"),
+    ):
         with pytest.raises(BadModelFile, match=needle):
             load_config_file(str(path))
 
 
-TINY = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-        "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-05, "rope_theta": 10000.0}
+TINY = {
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "intermediate_size": 128,
+    "vocab_size": 256,
+    "max_position_embeddings": 4096,
+    "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0,
+}
 
 
 @pytest.fixture
@@ -156,7 +239,10 @@ HOSTILE = [
     ({"hidden_size": 10**30}, "expected at most 1,048,576"),
     ({"num_hidden_layers": 10**9}, "'num_hidden_layers' is 1,000,000,000; expected at most"),
     ({"vocab_size": 2**40}, "'vocab_size'"),
-    ({"num_attention_heads": 30, "num_key_value_heads": 6, "head_dim": None}, "num_attention_heads = 30 does not divide hidden_size = 2048"),
+    (
+        {"num_attention_heads": 30, "num_key_value_heads": 6, "head_dim": None},
+        "num_attention_heads = 30 does not divide hidden_size = 2048",
+    ),
     ({"num_key_value_heads": 5}, "num_key_value_heads = 5 does not divide num_attention_heads = 32"),
     ({"num_key_value_heads": 64}, "num_key_value_heads = 64 does not divide"),
     ({"rope_theta": "500000"}, "'rope_theta' is '500000'; expected a positive finite number"),
@@ -170,8 +256,10 @@ HOSTILE = [
     ({"head_dim": "64"}, "'head_dim' is '64'"),
     ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "factor": "32"}}, "'rope_scaling.factor' is '32'"),
     ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "low_freq_factor": 8.0}}, "high_freq_factor > low_freq_factor"),
-    ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "original_max_position_embeddings": 10**9}},
-     "'rope_scaling.original_max_position_embeddings' is 1000000000"),
+    (
+        {"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "original_max_position_embeddings": 10**9}},
+        "'rope_scaling.original_max_position_embeddings' is 1000000000",
+    ),
     ({"rope_scaling": {**LLAMA_32_1B["rope_scaling"], "factor": 0.5}}, "factor >= 1"),
 ]
 
@@ -183,11 +271,14 @@ def test_a_hostile_llama_config_is_refused_naming_the_field(change, needle):
     assert needle in str(err.value) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("raw, needle", [
-    ({**MIXTRAL, "num_experts_per_tok": 9}, "num_experts_per_tok = 9 is more than num_local_experts = 8"),
-    ({**GPT2, "n_head": 7}, "n_head = 7 does not divide n_embd = 768"),
-    ({**GPT2, "layer_norm_epsilon": float("inf")}, "'layer_norm_epsilon' is inf"),
-])
+@pytest.mark.parametrize(
+    "raw, needle",
+    [
+        ({**MIXTRAL, "num_experts_per_tok": 9}, "num_experts_per_tok = 9 is more than num_local_experts = 8"),
+        ({**GPT2, "n_head": 7}, "n_head = 7 does not divide n_embd = 768"),
+        ({**GPT2, "layer_norm_epsilon": float("inf")}, "'layer_norm_epsilon' is inf"),
+    ],
+)
 def test_hostile_moe_and_gpt2_configs_are_refused(raw, needle):
     with pytest.raises(BadModelFile, match=re.escape(needle)):
         config_from_hf(raw, "mine")

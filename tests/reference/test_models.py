@@ -7,8 +7,17 @@ from reference.errors import BeyondContext
 from reference.models import BadModelFile, context_check, derived_ffn_width, load_models
 
 REQUIRED = [
-    "gpt2-small", "qwen2.5-0.5b", "llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3.2-1b",
-    "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "tiny",
+    "gpt2-small",
+    "qwen2.5-0.5b",
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3.2-1b",
+    "llama-3.1-8b",
+    "llama-3.1-70b",
+    "llama-3.1-405b",
+    "mixtral-8x7b",
+    "tiny",
 ]
 
 
@@ -64,9 +73,18 @@ def test_missing_field_is_reported(tmp_path):
 
 
 # Context lengths: max_positions is max_position_embeddings of each linked config.
-PUBLISHED_CONTEXT = {"gpt2-small": 1024, "qwen2.5-0.5b": 32768, "llama-2-7b": 4096, "llama-2-13b": 4096,
-                     "llama-2-70b": 4096, "llama-3.2-1b": 131072, "llama-3.1-8b": 131072, "llama-3.1-70b": 131072,
-                     "llama-3.1-405b": 131072, "mixtral-8x7b": 32768}
+PUBLISHED_CONTEXT = {
+    "gpt2-small": 1024,
+    "qwen2.5-0.5b": 32768,
+    "llama-2-7b": 4096,
+    "llama-2-13b": 4096,
+    "llama-2-70b": 4096,
+    "llama-3.2-1b": 131072,
+    "llama-3.1-8b": 131072,
+    "llama-3.1-70b": 131072,
+    "llama-3.1-405b": 131072,
+    "mixtral-8x7b": 32768,
+}
 
 
 @pytest.mark.parametrize("name", PUBLISHED_CONTEXT)
@@ -80,9 +98,14 @@ def test_tokens_within_the_context_pass_without_a_note():
 
 def test_tokens_beyond_the_context_are_refused_naming_the_knob_and_the_flag():
     """`predict --model llama-2-7b --input-len 5000` used to answer without a word."""
-    with pytest.raises(BeyondContext, match=r"llama-2-7b: .*5,256 tokens exceeds its context of 4,096.*--input-len \+ "
-                                            r"--output-len <= 4096, or pass --allow-beyond-context"):
-        context_check("llama-2-7b", 5256, "--input-len 5000 + --output-len 256 = 5,256 tokens", "--input-len + --output-len")
+    with pytest.raises(
+        BeyondContext,
+        match=r"llama-2-7b: .*5,256 tokens exceeds its context of 4,096.*--input-len \+ "
+        r"--output-len <= 4096, or pass --allow-beyond-context",
+    ):
+        context_check(
+            "llama-2-7b", 5256, "--input-len 5000 + --output-len 256 = 5,256 tokens", "--input-len + --output-len"
+        )
 
 
 def test_allowed_beyond_the_context_gives_a_note():

@@ -57,8 +57,12 @@ def test_rope_rotates_each_pair_by_its_angle_in_the_hf_orientation_computed_by_h
     p = 2
     out = apply_rope(x, *rope_cos_sin([p], rope_inv_freq(4, 100.0))).ravel()
     a, b = p * 1.0, p * 0.1
-    expected = [1 * math.cos(a) - 3 * math.sin(a), 2 * math.cos(b) - 4 * math.sin(b),
-                3 * math.cos(a) + 1 * math.sin(a), 4 * math.cos(b) + 2 * math.sin(b)]
+    expected = [
+        1 * math.cos(a) - 3 * math.sin(a),
+        2 * math.cos(b) - 4 * math.sin(b),
+        3 * math.cos(a) + 1 * math.sin(a),
+        4 * math.cos(b) + 2 * math.sin(b),
+    ]
     np.testing.assert_allclose(out, expected, rtol=1e-15)
 
 
@@ -157,14 +161,17 @@ def test_clone_of_65_elements_is_exact():
     assert np.array_equal(case.reference()[0], x["x"])
 
 
-@pytest.mark.parametrize("tokens, n, k, expected", [
-    (1, 8, 2, (2, 1)),      # one token: exactly its k experts, 8 (1 - 6/8) = 2
-    (2, 8, 2, (4, 1)),      # 8 (1 - (6/8)^2) = 8 x 7/16 = 3.5 -> 4 experts; 2 x 2 rows over 4: 1 each
-    (65, 8, 2, (8, 17)),    # (6/8)^65 = 7.6e-9: all 8; 130 rows over 8: ceil 16.25 = 17
-    (1, 64, 6, (6, 1)),     # DeepSeek-like routing: 64 (1 - 58/64) = 6
-    (2, 64, 6, (12, 1)),    # 64 (1 - 3364/4096) = 11.4375 -> 12; 12 rows over 12
-    (65, 64, 6, (64, 7)),   # (58/64)^65 = 0.00166: 63.89 -> 64; 390 rows over 64: ceil 6.09 = 7
-])
+@pytest.mark.parametrize(
+    "tokens, n, k, expected",
+    [
+        (1, 8, 2, (2, 1)),  # one token: exactly its k experts, 8 (1 - 6/8) = 2
+        (2, 8, 2, (4, 1)),  # 8 (1 - (6/8)^2) = 8 x 7/16 = 3.5 -> 4 experts; 2 x 2 rows over 4: 1 each
+        (65, 8, 2, (8, 17)),  # (6/8)^65 = 7.6e-9: all 8; 130 rows over 8: ceil 16.25 = 17
+        (1, 64, 6, (6, 1)),  # DeepSeek-like routing: 64 (1 - 58/64) = 6
+        (2, 64, 6, (12, 1)),  # 64 (1 - 3364/4096) = 11.4375 -> 12; 12 rows over 12
+        (65, 64, 6, (64, 7)),  # (58/64)^65 = 0.00166: 63.89 -> 64; 390 rows over 64: ceil 6.09 = 7
+    ],
+)
 def test_expected_distinct_experts_by_hand(tokens, n, k, expected):
     """Figures worked by hand from n (1 - (1 - k/n)^T) (reference/catalogue/mlp.py expert_capacity)
     at T = 1, 2 and 65: a formula with T - 1 tokens gives 1 expert for one token, and fails here."""

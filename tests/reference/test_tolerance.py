@@ -122,7 +122,9 @@ def _margins():
         table = list(csv.DictReader(f))
     for r in table:
         entry = CATALOGUE[r["entry"]]
-        shapes = {} if r["shapes"] == "defaults" else {k: int(v) for k, v in (p.split("=") for p in r["shapes"].split())}
+        shapes = (
+            {} if r["shapes"] == "defaults" else {k: int(v) for k, v in (p.split("=") for p in r["shapes"].split())}
+        )
         resolved = entry.resolve(shapes)
         rows.append((r["dtype"], entry.reduction(resolved) if entry.reduction else 0, float(r["max_rel_eps"])))
     return rows
@@ -158,8 +160,16 @@ def test_a_float32_convolution_summing_over_274625_elements_passes_at_its_widene
 @pytest.mark.torch
 @pytest.mark.jax
 @pytest.mark.parametrize("dtype, rtol", [("float32", 1.3e-6), ("float16", 1e-3), ("bfloat16", 1.6e-2)])
-@pytest.mark.parametrize("name, shapes", [("block", {}), ("matmul", {"m": 65, "n": 63, "k": 129}), ("softmax", {}),
-                                          ("layernorm", {"d": 65}), ("mlp", {"kind": "gelu"})])
+@pytest.mark.parametrize(
+    "name, shapes",
+    [
+        ("block", {}),
+        ("matmul", {"m": 65, "n": 63, "k": 129}),
+        ("softmax", {}),
+        ("layernorm", {"d": 65}),
+        ("mlp", {"kind": "gelu"}),
+    ],
+)
 def test_a_second_opinion_relative_rmse_within_torch_testings_default_rtol(name, shapes, dtype, rtol):
     """Judged without our table: the relative RMSE against float64, sqrt(mean (side - ref)^2) /
     sqrt(mean ref^2), within torch.testing.assert_close's default rtol for the dtype."""
@@ -183,9 +193,14 @@ def test_a_long_reduction_widens_rtol_alone_by_the_float32_accumulation_term(dty
     row = TOLERANCES[dtype]
     wide = tolerance_for(dtype, 274_625)
     assert wide.dtype == dtype and wide.atol == row.atol
-    assert wide.rtol == pytest.approx(row.rtol + (math.sqrt(274_625) - 64) * 2.0 ** -23, rel=1e-12)
+    assert wide.rtol == pytest.approx(row.rtol + (math.sqrt(274_625) - 64) * 2.0**-23, rel=1e-12)
     assert wide.accumulation == row.accumulation + "; reductions of 274,625 elements"
     assert tolerance_for(dtype, 4096) == row == tolerance_for(dtype)
     twice = row.widened(2)
-    assert (twice.dtype, twice.atol, twice.rtol, twice.accumulation) == (dtype, 2 * row.atol, 2 * row.rtol, row.accumulation)
+    assert (twice.dtype, twice.atol, twice.rtol, twice.accumulation) == (
+        dtype,
+        2 * row.atol,
+        2 * row.rtol,
+        row.accumulation,
+    )
     assert row.to_dict() == {"dtype": dtype, "atol": row.atol, "rtol": row.rtol, "accumulation": row.accumulation}

@@ -89,7 +89,16 @@ def test_a_bfloat16_convolution_on_shapes_onednn_gets_wrong_agrees(stride_kernel
     """Hypothesis found torch 2.13's oneDNN bfloat16 convolution 1e13 off at height 9, stride 2,
     padding 1; the side runs such modules on ATen's kernel (pytorch_side/run.py)."""
     stride, kernel = stride_kernel
-    shapes = {"batch": 1, "c_in": 1, "c_out": 63, "height": 9, "width": 1, "kernel": kernel, "stride": stride, "padding": 1}
+    shapes = {
+        "batch": 1,
+        "c_in": 1,
+        "c_out": 63,
+        "height": 9,
+        "width": 1,
+        "kernel": kernel,
+        "stride": stride,
+        "padding": 1,
+    }
     _assert_agrees(check_agreement("conv2d", shapes, "bfloat16", seed=0, runners=runners))
 
 

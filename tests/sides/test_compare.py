@@ -47,7 +47,9 @@ def test_a_layernorm_in_f64_is_costed_on_both_sides_and_refused_only_under_stric
     with FakeTensorMode():
         norm = torch.nn.LayerNorm(64)  # torch-mlir computes its statistics in f64
         torch_lowering = lower_module(norm, torch.empty(8, 64))
-    jax_lowering = lower_function(lambda x: jax.nn.standardize(x, axis=-1), jax.ShapeDtypeStruct((8, 64), jax.numpy.float32))
+    jax_lowering = lower_function(
+        lambda x: jax.nn.standardize(x, axis=-1), jax.ShapeDtypeStruct((8, 64), jax.numpy.float32)
+    )
     targets = [get_target("tpu-v5e"), get_target("h100")]
     result = compare_lowerings(torch_lowering, jax_lowering, targets, "norm")
     tpu_torch = result.results[("tpu-v5e", "torch")]
@@ -70,8 +72,12 @@ def test_the_gpt2_block_is_costed_on_both_sides_on_all_five_families_and_its_art
     from reference.catalogue import CATALOGUE
 
     shapes = CATALOGUE["block"].resolve({"style": "gpt2"})
-    result = compare_lowerings(lower_torch("block", shapes, "bfloat16"), lower_jax("block", shapes, "bfloat16"),
-                               [get_target(t) for t in FAMILIES], "block")
+    result = compare_lowerings(
+        lower_torch("block", shapes, "bfloat16"),
+        lower_jax("block", shapes, "bfloat16"),
+        [get_target(t) for t in FAMILIES],
+        "block",
+    )
     assert all(result.results[(t, s)].estimate is not None for t in FAMILIES for s in ("torch", "jax"))
     for target in ("h100", "tpu-v5e"):
         artifacts = result.results[(target, "torch")].artifacts()
@@ -91,8 +97,13 @@ def test_targets_may_be_given_by_name_as_well_as_loaded():
     # It used to fail with AttributeError: 'str' object has no attribute 'family'.
     result = compare_lowerings(*_small_lowerings(), ["h100", get_target("spyre")], "gemm")
     assert result.targets == ("h100", "spyre")
-    assert result.results[("h100", "torch")].estimate is not None and result.results[("spyre", "jax")].estimate is not None
-    assert result.target_details["h100"]["kind"] == "NVIDIA GPU" and result.target_details["spyre"]["main_memory_level"] == "lpddr5"
+    assert (
+        result.results[("h100", "torch")].estimate is not None and result.results[("spyre", "jax")].estimate is not None
+    )
+    assert (
+        result.target_details["h100"]["kind"] == "NVIDIA GPU"
+        and result.target_details["spyre"]["main_memory_level"] == "lpddr5"
+    )
 
 
 def test_an_unknown_target_name_is_one_error_with_a_close_match():

@@ -39,7 +39,9 @@ def test_every_entry_compiles_and_conserves_contraction_flops(name, side):
     f64_tensors = any(t.dtype == "f64" and t.elements > 1 for op in all_ops(module) for t in op.result_types)
     for target_name in TARGETS:
         target = get_target(target_name)
-        if f64_tensors and "f64" not in target.native_dtypes:  # torch-mlir's layernorm statistics: emulated, or refused if strict
+        if (
+            f64_tensors and "f64" not in target.native_dtypes
+        ):  # torch-mlir's layernorm statistics: emulated, or refused if strict
             with pytest.raises(UnsupportedDtype, match=f"target {target_name} has no f64"):
                 compile_plan(module, target, strict_dtypes=True)
         plan = compile_plan(module, target)
@@ -49,11 +51,16 @@ def test_every_entry_compiles_and_conserves_contraction_flops(name, side):
         folded = {p.index for p in plan.ops if is_kernel_op(p, graph)} - set(members)
         assert all(not plan.ops[i].op.operand_types or plan.ops[i].op.short_name != "dot_general" for i in folded)
         gemm_flops = sum(
-            gemm_shape(plan.ops[g.members[0]].op, "f32").flops * g.repeats for g in plan.groups if g.kind == "contraction"
+            gemm_shape(plan.ops[g.members[0]].op, "f32").flops * g.repeats
+            for g in plan.groups
+            if g.kind == "contraction"
         )
         attention_flops = sum(  # a fused attention kernel holds its two dots (fuse_attention)
             contraction_flops(plan.ops[i].op) * g.repeats
-            for g in plan.groups if g.kind == "attention" for i in g.members if category(plan.ops[i].op) == "contraction"
+            for g in plan.groups
+            if g.kind == "attention"
+            for i in g.members
+            if category(plan.ops[i].op) == "contraction"
         )
         assert gemm_flops + attention_flops == dot_and_conv_flops(module)
         est = estimate(module, target, name, plan)

@@ -74,7 +74,9 @@ def test_hf_model_regional_equals_flat(kind):
         model = getattr(transformers, CLASSES[kind])(cfg).eval()
         flat, regional = both(model, torch.empty((2, 8), dtype=torch.int64))
     assert_same_program(flat, regional, 2)
-    assert [regional.module.main.arg_names[i] for i in regional.param_args][0].endswith(("embed_tokens.weight", "wte.weight"))
+    assert [regional.module.main.arg_names[i] for i in regional.param_args][0].endswith(
+        ("embed_tokens.weight", "wte.weight")
+    )
 
 
 def test_mixtral_experts_cost_the_catalogue_routed_moe():
@@ -86,10 +88,15 @@ def test_mixtral_experts_cost_the_catalogue_routed_moe():
     hf_cfg = CONFIGS["mixtral"]()
     ours = config_from_hf(hf_cfg.to_dict(), "hf-mixtral")
     with FakeTensorMode(allow_non_fake_inputs=True):
-        hf = lower_module(getattr(transformers, CLASSES["mixtral"])(hf_cfg).eval(), torch.empty((2, 8), dtype=torch.int64),
-                          regional=True)
+        hf = lower_module(
+            getattr(transformers, CLASSES["mixtral"])(hf_cfg).eval(),
+            torch.empty((2, 8), dtype=torch.int64),
+            regional=True,
+        )
         with routed_moe():
-            mine = lower_module(Decoder(ours, torch.float32).eval(), torch.empty((2, 8), dtype=torch.int32), regional=True)
+            mine = lower_module(
+                Decoder(ours, torch.float32).eval(), torch.empty((2, 8), dtype=torch.int32), regional=True
+            )
     assert any("routed, statically shaped form" in n for n in hf.notes)
     hf_dots = {k[1]: v for k, v in executed(hf.module).items() if k[0] == "stablehlo.dot_general"}
     our_dots = {k[1]: v for k, v in executed(mine.module).items() if k[0] == "stablehlo.dot_general"}
@@ -100,12 +107,21 @@ def test_mixtral_experts_cost_the_catalogue_routed_moe():
     assert abs(a - b) <= 0.02 * b, (a, b)
 
 
-
 def qwen2_moe(experts: int):
     """A small Qwen2-MoE (Qwen1.5-MoE-A2.7B's layout: top 4 of n fused experts and a gated shared expert)."""
-    return transformers.Qwen2MoeConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
-                                       intermediate_size=128, moe_intermediate_size=32, shared_expert_intermediate_size=128,
-                                       num_experts=experts, num_experts_per_tok=4, vocab_size=256, max_position_embeddings=64)
+    return transformers.Qwen2MoeConfig(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        intermediate_size=128,
+        moe_intermediate_size=32,
+        shared_expert_intermediate_size=128,
+        num_experts=experts,
+        num_experts_per_tok=4,
+        vocab_size=256,
+        max_position_embeddings=64,
+    )
 
 
 def qwen2_moe_cost(experts: int, tokens: int) -> tuple[int, int, int]:
@@ -159,7 +175,9 @@ def test_the_routed_form_over_every_expert_and_token_computes_what_hfs_experts_d
     weights, index = torch.topk(torch.randn(19, 8).softmax(-1), 4, dim=-1)
     monkeypatch.setattr(static, "expert_capacity", lambda tokens, n, k: (n, tokens))
     with torch.no_grad():
-        torch.testing.assert_close(static.routed_forward(experts)(hidden, index, weights), experts(hidden, index, weights))
+        torch.testing.assert_close(
+            static.routed_forward(experts)(hidden, index, weights), experts(hidden, index, weights)
+        )
 
 
 class CourseBlock(nn.Module):
@@ -215,7 +233,10 @@ def test_stack_choice():
 
 def test_ops_between_layers_are_refused():
     """An op of the module's own between two layers cannot be cut around one layer: one line, and the fix."""
-    with FakeTensorMode(allow_non_fake_inputs=True), pytest.raises(LoweringFailed, match=r"lower it flat \(regional=False\)"):
+    with (
+        FakeTensorMode(allow_non_fake_inputs=True),
+        pytest.raises(LoweringFailed, match=r"lower it flat \(regional=False\)"),
+    ):
         lower_module(Stack(3, between=torch.tanh), torch.empty((2, 7, 32)), regional=True)
 
 
@@ -244,6 +265,7 @@ def test_an_assertion_inside_the_layer_is_no_op_of_the_modules_own():
 
 def test_an_assertion_between_layers_is_no_op_of_the_modules_own():
     """A module's own assertion between its layers lowers regionally, as the same program as flat."""
+
     def check(x):
         torch.ops.aten._assert_tensor_metadata.default(x, dtype=x.dtype)
         return x
@@ -259,9 +281,18 @@ def test_hf_gemma2_lowers_regionally_as_its_flat_program():
     _assert_tensor_metadata inside the layer refused it. Transcendentals are left out as for the
     course block: the tanh GELU's sqrt(2 / pi) is computed once flat and once per call. Its layers
     alternate sliding-window and full attention masks, which the lowered layer cannot: a note says so."""
-    cfg = transformers.Gemma2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
-                                    num_key_value_heads=1, head_dim=32, vocab_size=128, max_position_embeddings=64,
-                                    sliding_window=16, use_cache=False)
+    cfg = transformers.Gemma2Config(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=32,
+        vocab_size=128,
+        max_position_embeddings=64,
+        sliding_window=16,
+        use_cache=False,
+    )
     with FakeTensorMode(allow_non_fake_inputs=True):
         flat, regional = both(transformers.Gemma2ForCausalLM(cfg).eval(), torch.empty((2, 8), dtype=torch.int64))
     assert_same_program(flat, regional, 2, transcendentals=False)

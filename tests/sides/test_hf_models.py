@@ -28,21 +28,36 @@ from reference.hf_weights import BadCheckpoint, canonical_weights, load_checkpoi
 pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
 SMALL = dict(vocab_size=96, max_position_embeddings=64)
-LLAMA = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **SMALL)
-LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                  "original_max_position_embeddings": 16}
+LLAMA = dict(
+    hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, **SMALL
+)
+LLAMA3_SCALING = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 16,
+}
 CONFIGS = {
-    "gpt2": lambda: transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=96, n_positions=64,
-                                            bos_token_id=0, eos_token_id=0),
+    "gpt2": lambda: transformers.GPT2Config(
+        n_embd=64, n_layer=2, n_head=4, vocab_size=96, n_positions=64, bos_token_id=0, eos_token_id=0
+    ),
     # llama3-scaled RoPE, untied head, GQA
     "llama": lambda: transformers.LlamaConfig(**LLAMA, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING),
     "mistral": lambda: transformers.MistralConfig(**LLAMA, sliding_window=None),
     # q, k and v biases, tied embeddings
     "qwen2": lambda: transformers.Qwen2Config(**LLAMA, tie_word_embeddings=True),
-    "mixtral": lambda: transformers.MixtralConfig(**LLAMA, num_local_experts=4, num_experts_per_tok=2, sliding_window=None),
+    "mixtral": lambda: transformers.MixtralConfig(
+        **LLAMA, num_local_experts=4, num_experts_per_tok=2, sliding_window=None
+    ),
 }
-CLASSES = {"gpt2": "GPT2LMHeadModel", "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-           "qwen2": "Qwen2ForCausalLM", "mixtral": "MixtralForCausalLM"}
+CLASSES = {
+    "gpt2": "GPT2LMHeadModel",
+    "llama": "LlamaForCausalLM",
+    "mistral": "MistralForCausalLM",
+    "qwen2": "Qwen2ForCausalLM",
+    "mixtral": "MixtralForCausalLM",
+}
 BATCH, PROMPT = 2, 7
 
 
@@ -71,13 +86,16 @@ def judge(cfg, weights, hf_logits, torch_logits, jax_logits, ids, k_cache=None, 
     w64 = {k: v.astype(np.float64) for k, v in weights.items()}
     caches = () if k_cache is None else (k_cache.astype(np.float64), v_cache.astype(np.float64))
     ref = decoder_forward(cfg, ids, w64, *caches)
-    result = compare_outputs(cfg.name, "float32", (ref,), {"hf": (hf_logits,), "torch": (torch_logits,), "jax": (jax_logits,)})
+    result = compare_outputs(
+        cfg.name, "float32", (ref,), {"hf": (hf_logits,), "torch": (torch_logits,), "jax": (jax_logits,)}
+    )
     assert result.ok, {k: e.to_dict() for k, e in result.errors.items()}
     return result
 
 
 def hf_cache_arrays(cache, layers: int) -> tuple[np.ndarray, np.ndarray]:
     """HF's DynamicCache as our [L, B, K, S+1, H] buffers, the new token's slot (zeros) last."""
+
     def stacked(attr):
         per_layer = [to_numpy(getattr(cache.layers[i], attr)) for i in range(layers)]
         arr = np.stack(per_layer)
@@ -141,8 +159,12 @@ def test_mixtral_hub_layout_matches_fused_layout():
         arr = to_numpy(value)
         if name.endswith("mlp.experts.gate_up_proj"):
             for e in range(cfg.n_experts):
-                hub[name.replace("mlp.experts.gate_up_proj", f"block_sparse_moe.experts.{e}.w1.weight")] = arr[e, : cfg.d_ff]
-                hub[name.replace("mlp.experts.gate_up_proj", f"block_sparse_moe.experts.{e}.w3.weight")] = arr[e, cfg.d_ff :]
+                hub[name.replace("mlp.experts.gate_up_proj", f"block_sparse_moe.experts.{e}.w1.weight")] = arr[
+                    e, : cfg.d_ff
+                ]
+                hub[name.replace("mlp.experts.gate_up_proj", f"block_sparse_moe.experts.{e}.w3.weight")] = arr[
+                    e, cfg.d_ff :
+                ]
         elif name.endswith("mlp.experts.down_proj"):
             for e in range(cfg.n_experts):
                 hub[name.replace("mlp.experts.down_proj", f"block_sparse_moe.experts.{e}.w2.weight")] = arr[e]
@@ -164,11 +186,20 @@ def test_first_layers_only():
     assert {"embed.weight", "norm.weight", "lm_head.weight", "layers.0.attn.q_proj.weight"} <= set(one)
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda s: s.pop("model.layers.1.mlp.up_proj.weight"), "lacks layers.1.mlp.up_proj.weight (1 of 21 weights)"),
-    (lambda s: s.update({"model.layers.0.mlp.surprise.weight": np.zeros(3, np.float32)}), "do not place: model.layers.0.mlp.surprise"),
-    (lambda s: s.update({"model.norm.weight": np.zeros(5, np.float32)}), "norm.weight (5,) (the config needs (64,))"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s.pop("model.layers.1.mlp.up_proj.weight"), "lacks layers.1.mlp.up_proj.weight (1 of 21 weights)"),
+        (
+            lambda s: s.update({"model.layers.0.mlp.surprise.weight": np.zeros(3, np.float32)}),
+            "do not place: model.layers.0.mlp.surprise",
+        ),
+        (
+            lambda s: s.update({"model.norm.weight": np.zeros(5, np.float32)}),
+            "norm.weight (5,) (the config needs (64,))",
+        ),
+    ],
+)
 def test_bad_checkpoint_names_the_tensor(change, message):
     """A missing, unplaced or ill-shaped tensor is refused by its name, with what the config needs."""
     model = hf_model("llama", seed=7)

@@ -12,9 +12,16 @@ from reference.ir import dot_and_conv_flops
 
 pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
-CASES = [(n, {}) for n in [*KERNELS, "tiny"]] + [
-    (n, {"mode": "decode"}) for n in ("attention", "block", "decoder", "tiny")
-] + [("block", {"style": "gpt2"}), ("gelu", {"approximate": "tanh"}), ("mlp", {"kind": "gelu"}), ("conv2d", {"stride": 2})]
+CASES = (
+    [(n, {}) for n in [*KERNELS, "tiny"]]
+    + [(n, {"mode": "decode"}) for n in ("attention", "block", "decoder", "tiny")]
+    + [
+        ("block", {"style": "gpt2"}),
+        ("gelu", {"approximate": "tanh"}),
+        ("mlp", {"kind": "gelu"}),
+        ("conv2d", {"stride": 2}),
+    ]
+)
 IDS = [f"{n}-{'-'.join(map(str, o.values())) or 'default'}" for n, o in CASES]
 
 
@@ -83,8 +90,11 @@ def test_users_lower_their_own_module_and_function():
         torch_lowering = lower_module(model, torch.empty(5, 63), name="mine")
     jax_lowering = lower_function(
         lambda w1, w2, x: jnp.tanh(x @ w1) @ w2,
-        jax.ShapeDtypeStruct((63, 129), jnp.float32), jax.ShapeDtypeStruct((129, 65), jnp.float32),
-        jax.ShapeDtypeStruct((5, 63), jnp.float32), n_params=2, compile_xla=True,
+        jax.ShapeDtypeStruct((63, 129), jnp.float32),
+        jax.ShapeDtypeStruct((129, 65), jnp.float32),
+        jax.ShapeDtypeStruct((5, 63), jnp.float32),
+        n_params=2,
+        compile_xla=True,
     )
     expected = 2 * 5 * (63 * 129 + 129 * 65)
     assert dot_and_conv_flops(torch_lowering.module) == dot_and_conv_flops(jax_lowering.module) == expected
@@ -101,7 +111,10 @@ def test_a_405b_layer_lowers_on_both_sides_without_weights():
     entry = CATALOGUE["llama-3.1-405b"]
     shapes = entry.resolve({"layers": 1, "seq": 8})
     expected_bytes = 2 * entry.n_weights(shapes)
-    for lowering in (lower_torch("llama-3.1-405b", shapes, "bfloat16"), lower_jax("llama-3.1-405b", shapes, "bfloat16")):
+    for lowering in (
+        lower_torch("llama-3.1-405b", shapes, "bfloat16"),
+        lower_jax("llama-3.1-405b", shapes, "bfloat16"),
+    ):
         assert lowering.stats().param_bytes == expected_bytes
 
 
@@ -111,8 +124,14 @@ def test_provenance_names_the_layer_on_jax_and_the_source_line_on_torch():
     from reference.ir.counters import all_ops
 
     shapes = CATALOGUE["tiny"].resolve({"seq": 4})
-    jax_scopes = {op.origin.scope for op in all_ops(lower_jax("tiny", shapes, "float32").module) if op.short_name == "dot_general"}
+    jax_scopes = {
+        op.origin.scope for op in all_ops(lower_jax("tiny", shapes, "float32").module) if op.short_name == "dot_general"
+    }
     assert any("layers.1/attn/q_proj/dot_general" in s for s in jax_scopes)
     assert any("layers.0/mlp" in s for s in jax_scopes)
-    torch_sources = {op.origin.source for op in all_ops(lower_torch("tiny", shapes, "float32").module) if op.short_name == "dot_general"}
+    torch_sources = {
+        op.origin.source
+        for op in all_ops(lower_torch("tiny", shapes, "float32").module)
+        if op.short_name == "dot_general"
+    }
     assert any(s.startswith("layers.py:") for s in torch_sources)  # pytorch_side/layers.py, the calling line

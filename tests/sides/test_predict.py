@@ -20,8 +20,17 @@ def _predict(model, target, chips=None, input_len=128, output_len=32):
     prefill = lower_regional(model, entry.resolve({"seq": input_len}), "bfloat16").module
     decode = lower_regional(model, entry.resolve({"seq": input_len + output_len, "mode": "decode"}), "bfloat16").module
     cache = get_model(model).kv_cache_bytes(1, input_len + output_len, 2)
-    return predict_inference(prefill, decode, get_target(target), model=model, batch=1, input_len=input_len,
-                             output_len=output_len, kv_cache_bytes=cache, chips=chips)
+    return predict_inference(
+        prefill,
+        decode,
+        get_target(target),
+        model=model,
+        batch=1,
+        input_len=input_len,
+        output_len=output_len,
+        kv_cache_bytes=cache,
+        chips=chips,
+    )
 
 
 def test_kv_cache_worked_number():
@@ -52,8 +61,10 @@ def test_the_chips_405b_needs_on_lpus_are_never_refused_past_its_layers():
     assert result.chips == 3916
 
 
-@pytest.mark.parametrize("chips, shards, note", [(2, 2, "sharded by KV heads"), (8, 8, "sharded by KV heads"),
-                                                 (16, 8, "replicated: 8 KV heads over 16 chips")])
+@pytest.mark.parametrize(
+    "chips, shards, note",
+    [(2, 2, "sharded by KV heads"), (8, 8, "sharded by KV heads"), (16, 8, "replicated: 8 KV heads over 16 chips")],
+)
 def test_the_kv_cache_is_split_by_kv_heads_and_replicated_beyond_them(chips, shards, note):
     """llama-3.2-1b has 8 KV heads: a decode step's attention on N GPUs reads 1/min(N, 8) of the
     cache per GPU (Megatron's and vLLM's sharding), and the plan says when heads are replicated."""
@@ -93,7 +104,9 @@ def test_a_replicated_kv_cache_needs_the_chips_that_hold_it():
     small = h100.with_overrides({"levels.hbm.usable_fraction": 0.3})  # 24 GB usable
     plan = compile_plan(module, small)
     assert plan.partition.chips == 2
-    assert per_chip_bytes(plan.partition.needed_bytes, 2 * 16 * 256 * 8 * 4096 * 64 * 2, 8, 2) <= int(small.usable_main_memory_bytes)
+    assert per_chip_bytes(plan.partition.needed_bytes, 2 * 16 * 256 * 8 * 4096 * 64 * 2, 8, 2) <= int(
+        small.usable_main_memory_bytes
+    )
     tiny = h100.with_overrides({"levels.hbm.usable_fraction": 0.05})  # 4 GB: one KV head's cache (4.3 GB) does not fit
     with pytest.raises(InvalidShape, match="one KV head's cache"):
         compile_plan(module, tiny)

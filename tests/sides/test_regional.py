@@ -28,7 +28,9 @@ def _invariant(module) -> tuple[int, int]:
     """(FLOPs, transcendentals) of the block's ops that read no block input."""
     constant, flops, transcendentals = set(), 0, 0
     for op in module.function("block").ops:
-        if op.short_name in ("constant", "iota", "dynamic_iota") or (op.operands and all(o in constant for o in op.operands)):
+        if op.short_name in ("constant", "iota", "dynamic_iota") or (
+            op.operands and all(o in constant for o in op.operands)
+        ):
             constant.update(op.results)
             cost = op_cost(op, module)
             flops, transcendentals = flops + cost.flops, transcendentals + cost.transcendentals
@@ -50,7 +52,10 @@ def test_jax_regional_totals_equal_flat(case):
     _, shapes, flat, regional = _flat_and_regional(jax_side.lower, case)
     a, b = flat.stats(), regional.stats()
     assert (a.flops, a.transcendentals, a.param_bytes) == (b.flops, b.transcendentals, b.param_bytes)
-    assert regional.module.main.ops[[o.callee for o in regional.module.main.ops].index("block")].trip_count == shapes["layers"]
+    assert (
+        regional.module.main.ops[[o.callee for o in regional.module.main.ops].index("block")].trip_count
+        == shapes["layers"]
+    )
     if shapes["mode"] == "prefill":  # decode's flat graph also slices each layer's cache out of [L, ...]
         assert a.bytes_accessed == b.bytes_accessed
 

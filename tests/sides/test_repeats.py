@@ -19,7 +19,9 @@ def test_each_added_layer_adds_the_same_bytes_flops_and_padding(target):
     from landscape.serving import lower_named
 
     tgt = get_target(target)
-    modules = [lower_named("llama-3.2-1b", "jax", {"batch": 1, "seq": 65, "layers": n}, "bfloat16").module for n in (1, 2, 3)]
+    modules = [
+        lower_named("llama-3.2-1b", "jax", {"batch": 1, "seq": 65, "layers": n}, "bfloat16").module for n in (1, 2, 3)
+    ]
     last = compile_plan(modules[-1], tgt)
     chips = last.partition.chips if last.partition and last.partition.chips > 1 else None
     totals = []
@@ -29,5 +31,9 @@ def test_each_added_layer_adds_the_same_bytes_flops_and_padding(target):
     one, two, three = totals
     for key in one:
         assert three[key] - two[key] == two[key] - one[key], key
-    for key in ("flops", "padded_flops", tgt.main_memory_level):  # a block adds to each (0 = 0 would hide a lost x repeats)
+    for key in (
+        "flops",
+        "padded_flops",
+        tgt.main_memory_level,
+    ):  # a block adds to each (0 = 0 would hide a lost x repeats)
         assert two[key] > one[key], key

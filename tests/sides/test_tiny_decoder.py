@@ -15,7 +15,11 @@ from reference.inputs import make_case
 
 pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
-HEADS = {"full": {"n_heads": 4, "n_kv_heads": 4}, "mqa": {"n_heads": 4, "n_kv_heads": 1}, "gqa": {"n_heads": 4, "n_kv_heads": 2}}
+HEADS = {
+    "full": {"n_heads": 4, "n_kv_heads": 4},
+    "mqa": {"n_heads": 4, "n_kv_heads": 1},
+    "gqa": {"n_heads": 4, "n_kv_heads": 2},
+}
 
 
 @pytest.mark.parametrize("dtype", FLOAT_DTYPES)
@@ -35,7 +39,9 @@ def test_decoder_logits_match_with_weights_moved_by_the_converter(heads, style, 
     weights = pytorch_side.export_weights(torch_module)
     jax_module = jax_side.load_weights(jax_side.build("decoder", shapes, dtype), weights)
     ids = make_case(entry, shapes, dtype, seed=3).inputs["ids"]
-    reference = decoder_forward(config_for("decoder", shapes), ids, {k: v.astype("float64") for k, v in weights.items()})
+    reference = decoder_forward(
+        config_for("decoder", shapes), ids, {k: v.astype("float64") for k, v in weights.items()}
+    )
     result = compare_outputs(
         "decoder",
         dtype,

@@ -36,7 +36,11 @@ def _cases() -> list[tuple[str, dict, str, int]]:
     and every combination of the entry's choices."""
     out = []
     for name, dtype in itertools.product(SWEPT, DTYPES):
-        out += [(name, {}, dtype, 0), (name, themed_shapes(name, 65), dtype, 65), (name, mixed_shapes(name, 1), dtype, 1)]
+        out += [
+            (name, {}, dtype, 0),
+            (name, themed_shapes(name, 65), dtype, 65),
+            (name, mixed_shapes(name, 1), dtype, 1),
+        ]
         choices = [p for p in CATALOGUE[name].params if p.choices]
         for i, values in enumerate(itertools.product(*(p.choices for p in choices))):
             if i:  # the first combination is the defaults, already above
@@ -104,7 +108,10 @@ def kernel_lowerings():
     from reference.catalogue import KERNELS, get_entry
     from torchxla_side.lower import _lowerings
 
-    jobs = [{"kind": "lower", "name": n, "shapes": get_entry(n).resolve({}), "dtype": "bfloat16", "part": None} for n in KERNELS]
+    jobs = [
+        {"kind": "lower", "name": n, "shapes": get_entry(n).resolve({}), "dtype": "bfloat16", "part": None}
+        for n in KERNELS
+    ]
     return dict(zip(KERNELS, _lowerings("kernels", jobs)))
 
 
@@ -128,7 +135,8 @@ def test_every_kernel_lowers_with_no_unknown_op_and_the_same_contractions(kernel
 
 MODED = [n for n in KERNEL_NAMES if any(p.name == "mode" for p in CATALOGUE[n].params)]
 ODD_JOBS = [(n, themed_shapes(n, 65)) for n in KERNEL_NAMES] + [
-    (n, {"mode": "decode", **extra}) for n in MODED for extra in ({}, {"seq": 1}, {"seq": 65})]
+    (n, {"mode": "decode", **extra}) for n in MODED for extra in ({}, {"seq": 1}, {"seq": 65})
+]
 
 
 @pytest.fixture(scope="module")
@@ -139,10 +147,16 @@ def odd_lowerings():
     from reference.catalogue import get_entry
     from torchxla_side.lower import _lowerings
 
-    jobs = [{"kind": "lower", "name": n, "shapes": get_entry(n).resolve(shapes), "dtype": dtype, "part": None}
-            for n, shapes in ODD_JOBS for dtype in ("bfloat16", "float32")]
-    return list(zip([(n, shapes, dtype) for n, shapes in ODD_JOBS for dtype in ("bfloat16", "float32")],
-                    _lowerings("odd", jobs)))
+    jobs = [
+        {"kind": "lower", "name": n, "shapes": get_entry(n).resolve(shapes), "dtype": dtype, "part": None}
+        for n, shapes in ODD_JOBS
+        for dtype in ("bfloat16", "float32")
+    ]
+    return list(
+        zip(
+            [(n, shapes, dtype) for n, shapes in ODD_JOBS for dtype in ("bfloat16", "float32")], _lowerings("odd", jobs)
+        )
+    )
 
 
 @needs_venv
@@ -231,10 +245,18 @@ def test_cli_takes_torchxla_wherever_it_takes_a_side(capsys):
     assert main(["diff", "gelu", "--sides", "torch-xla,jax", "--json"]) == 0
     diff = json.loads(capsys.readouterr().out)
     assert diff["sides"] == ["torch-xla", "jax"]
-    assert any("composite op kept whole on one path (erf, erfc)" in r for d in diff["divergences"] for r in d["reasons"])
+    assert any(
+        "composite op kept whole on one path (erf, erfc)" in r for d in diff["divergences"] for r in d["reasons"]
+    )
     assert main(["run", "rmsnorm", "--sides", "all", "--dtype", "bf16", "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["errors"]) == {
-        "torch_vs_ref", "jax_vs_ref", "torch-xla_vs_ref", "torch_vs_jax", "torch_vs_torch-xla", "jax_vs_torch-xla"}
+        "torch_vs_ref",
+        "jax_vs_ref",
+        "torch-xla_vs_ref",
+        "torch_vs_jax",
+        "torch_vs_torch-xla",
+        "jax_vs_torch-xla",
+    }
 
 
 @needs_venv
@@ -270,12 +292,15 @@ def test_hlo_xla_stage_is_torchxlas_own_optimized_hlo(capsys):
 @needs_venv
 @pytest.mark.torch
 @pytest.mark.jax
-@pytest.mark.parametrize("program, shapes, dtype, fault, first", [
-    ("block", {}, "bfloat16", None, None),  # weights, buffers (RoPE) and constants as the program's arguments
-    ("softmax", {}, "float16", "softmax-no-max", "R1"),
-    ("softmax", {}, "float32", "host-sync", "R2"),
-    ("softmax", {}, "float32", "shape-branch", "R2"),
-])
+@pytest.mark.parametrize(
+    "program, shapes, dtype, fault, first",
+    [
+        ("block", {}, "bfloat16", None, None),  # weights, buffers (RoPE) and constants as the program's arguments
+        ("softmax", {}, "float16", "softmax-no-max", "R1"),
+        ("softmax", {}, "float32", "host-sync", "R2"),
+        ("softmax", {}, "float32", "shape-branch", "R2"),
+    ],
+)
 def test_debugger_runs_r1_and_r2_on_torchxla(program, shapes, dtype, fault, first):
     """`debug --side torch-xla`: R1 is the module on torch-xla's device, R2 torch_xla.stablehlo's
     program of the captured graph run there on fresh inputs, R3 onwards torch-xla's StableHLO. A
@@ -290,7 +315,7 @@ def test_debugger_runs_r1_and_r2_on_torchxla(program, shapes, dtype, fault, firs
         assert all(r.ran for r in f.rungs) and "the same" in next(r for r in f.rungs if r.rung == "R2").note
     elif first == "R2":
         assert f.origin.op == "the user's line" and f.origin.key.startswith("faults.py:")
-        assert (f.capture_error if fault == "host-sync" else f.specialized)
+        assert f.capture_error if fault == "host-sync" else f.specialized
     else:
         assert f.origin.op == "exponential"
 
@@ -301,8 +326,10 @@ def test_all_three_paths_are_refused_where_two_are_compared(capsys):
 
     assert main(["diff", "gelu", "--sides", "all"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["landscape: error: diff compares 2 paths; --sides all names 3: torch, jax, torch-xla "
-                   "(compare --sides takes more)"]
+    assert err == [
+        "landscape: error: diff compares 2 paths; --sides all names 3: torch, jax, torch-xla "
+        "(compare --sides takes more)"
+    ]
 
 
 def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tmp_path):
@@ -312,9 +339,14 @@ def test_without_the_venv_one_line_names_the_make_target(monkeypatch, capsys, tm
     from landscape.cli import main
 
     monkeypatch.setattr(lower, "VENV", tmp_path / "absent")
-    for args in (["hlo", "gelu", "--side", "torch-xla"], ["diff", "gelu", "--sides", "torch,torch-xla"],
-                 ["compare", "mlp", "--sides", "torch,jax,torch-xla"], ["run", "gelu", "--sides", "torch-xla"],
-                 ["debug", "softmax", "--side", "torch-xla"], ["hlo", "gelu", "--side", "torch-xla", "--stage", "xla"]):
+    for args in (
+        ["hlo", "gelu", "--side", "torch-xla"],
+        ["diff", "gelu", "--sides", "torch,torch-xla"],
+        ["compare", "mlp", "--sides", "torch,jax,torch-xla"],
+        ["run", "gelu", "--sides", "torch-xla"],
+        ["debug", "softmax", "--side", "torch-xla"],
+        ["hlo", "gelu", "--side", "torch-xla", "--stage", "xla"],
+    ):
         assert main(args) == 2, args
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "make torch-xla" in err[0], (args, err)

@@ -49,7 +49,9 @@ def test_a_user_function_and_module_are_costed_on_any_target():
 
     with FakeTensorMode():  # built with its dtype: `.to(dtype)` under fake mode fails
         module = torch.nn.Sequential(
-            torch.nn.Linear(512, 2048, dtype=torch.bfloat16), torch.nn.GELU(), torch.nn.Linear(2048, 512, dtype=torch.bfloat16)
+            torch.nn.Linear(512, 2048, dtype=torch.bfloat16),
+            torch.nn.GELU(),
+            torch.nn.Linear(2048, 512, dtype=torch.bfloat16),
         )
         torch_lowering = lower_module(module, torch.empty(256, 512, dtype=torch.bfloat16))
     torch_result = estimate(torch_lowering.module, get_target("h100"))
@@ -65,12 +67,20 @@ def test_the_python_api_is_quiet_on_stderr_like_the_cli():
     import sys
     from pathlib import Path
 
-    code = ("import jax\nfrom jax_side.lower import lower_function\nfrom hardware_models.estimate import estimate\n"
-            "s = jax.ShapeDtypeStruct((64, 64), jax.numpy.bfloat16)\n"
-            "print(estimate(lower_function(lambda x, w: x @ w, s, s), 'tpu-v5e').total.time_s > 0)\n")
+    code = (
+        "import jax\nfrom jax_side.lower import lower_function\nfrom hardware_models.estimate import estimate\n"
+        "s = jax.ShapeDtypeStruct((64, 64), jax.numpy.bfloat16)\n"
+        "print(estimate(lower_function(lambda x, w: x @ w, s, s), 'tpu-v5e').total.time_s > 0)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).resolve().parents[2], env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "True"
     assert "pjrt" not in done.stderr.lower(), done.stderr

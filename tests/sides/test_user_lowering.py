@@ -20,10 +20,12 @@ def test_the_root_cause_is_the_first_error_its_aten_op_and_the_users_line():
         '<{name = "torch.aten.histc"}> : (!torch.vtensor<[8],f32>) -> !torch.vtensor<[4],f32>\n'
         'loc("/home/me/model.py":9:0): error: a second error\n'
     )
-    assert root_cause(diagnostics) == ("failed to legalize operation 'torch.operator' that was explicitly marked "
-                                       "illegal (torch.aten.histc) at /home/me/model.py:6")
+    assert root_cause(diagnostics) == (
+        "failed to legalize operation 'torch.operator' that was explicitly marked "
+        "illegal (torch.aten.histc) at /home/me/model.py:6"
+    )
     assert root_cause("no errors here\n") is None
-    assert root_cause('loc(unknown): error: something broke: %1 = x') == "something broke"
+    assert root_cause("loc(unknown): error: something broke: %1 = x") == "something broke"
 
 
 @pytest.mark.torch

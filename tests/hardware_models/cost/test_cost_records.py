@@ -27,7 +27,8 @@ def _fallback():
     x = t((63, 65), "f32")
     return parse_stablehlo(
         f"func.func @main(%a: {x}) -> {x} {{\n  %0 = stablehlo.tanh %a : {x}\n"
-        f'  %u = "foo.bar"(%0) : ({x}) -> {x}\n  %1 = stablehlo.add %u, %a : {x}\n  return %1 : {x}\n}}\n')
+        f'  %u = "foo.bar"(%0) : ({x}) -> {x}\n  %1 = stablehlo.add %u, %a : {x}\n  return %1 : {x}\n}}\n'
+    )
 
 
 PROGRAMS = {
@@ -117,6 +118,7 @@ def test_a_host_fallback_costs_its_round_trip_by_hand(target):
 def test_host_fallback_cost_by_hand():
     """1000 FLOPs and 4 MB over a 2 GB/s link, a 1 GFLOP/s host and 3 us of launch: 2 ms + 1 us + 3 us;
     without a launch overhead in the target, none is charged."""
+
     class T(dict):
         def get(self, key, default=None):
             return super().get(key, default)
@@ -127,7 +129,9 @@ def test_host_fallback_cost_by_hand():
     assert c.compute_s == pytest.approx(1e-6) and c.schedule_s == pytest.approx(3e-6)
     assert c.time_s == pytest.approx(2e-3 + 1e-6 + 3e-6)
     assert c.bytes == (("host", 4_000_000), ("hbm", 8)) and c.memory_s == (("host", pytest.approx(2e-3)),)
-    bare = host_fallback_cost(1000, {"host": 4_000_000}, T({"interconnect.host_bytes_per_s": 2e9, "host.flop_per_s": 1e9}))
+    bare = host_fallback_cost(
+        1000, {"host": 4_000_000}, T({"interconnect.host_bytes_per_s": 2e9, "host.flop_per_s": 1e9})
+    )
     assert bare.schedule_s == 0.0 and bare.time_s == pytest.approx(2e-3 + 1e-6)
 
 
@@ -161,7 +165,10 @@ def test_lpu_partition_and_transfers_by_hand():
     transfers = [(g.id, g.kind, g.members, g.instance, g.repeats, g.label) for g in plan.groups if g.kind == "transfer"]
     n = len(kernels)
     assert transfers == [(n, "transfer", (), "main", 2, "stage hop"), (n + 1, "transfer", (), "main", 6, "all-reduce")]
-    assert "147 kB of weights and inputs over 18.0 kB of usable SRAM per chip: 9 chips, 3 per layer, 3 pipeline stages" in plan.notes
+    assert (
+        "147 kB of weights and inputs over 18.0 kB of usable SRAM per chip: 9 chips, 3 per layer, 3 pipeline stages"
+        in plan.notes
+    )
     assert plan.notes[-1].endswith("; together more than a chip holds (the chip count is sized by the arguments alone)")
     est = estimate(module, tgt, plan=plan)
     hop = tgt["schedule.c2c_hop_latency_s"]
@@ -201,18 +208,39 @@ def test_the_json_of_an_estimate_carries_each_figure_under_its_name():
     cost = Cost(10, 12, 1e-6, 2e-6, 5e-6, (("hbm", 100),), (("hbm", 3e-6),))
     g = GroupCost(7, "fusion", ("add", "exp"), "main", 3, cost)
     assert g.to_dict() == {
-        "group": 7, "kind": "fusion", "op": "add+exp", "scope": "main", "repeats": 3, "flops": 10, "padded_flops": 12,
-        "bytes": {"hbm": 100}, "compute_s": 1e-6, "memory_s": {"hbm": 3e-6}, "schedule_s": 2e-6, "time_s": 5e-6,
-        "bottleneck": "memory", "utilization": pytest.approx(0.2),
+        "group": 7,
+        "kind": "fusion",
+        "op": "add+exp",
+        "scope": "main",
+        "repeats": 3,
+        "flops": 10,
+        "padded_flops": 12,
+        "bytes": {"hbm": 100},
+        "compute_s": 1e-6,
+        "memory_s": {"hbm": 3e-6},
+        "schedule_s": 2e-6,
+        "time_s": 5e-6,
+        "bottleneck": "memory",
+        "utilization": pytest.approx(0.2),
     }
     est = Estimate("h100", "toy", (g,), notes=("a note",))
     d = est.to_dict()
     assert d == {
-        "target": "h100", "name": "toy", "total_time_s": pytest.approx(15e-6), "compute_s": pytest.approx(3e-6),
-        "memory_s": pytest.approx(9e-6), "bottleneck": "memory", "memory_s_by_level": {"hbm": pytest.approx(9e-6)},
-        "schedule_s": pytest.approx(6e-6), "flops": 30, "bytes": {"hbm": 300},
-        "bottleneck_counts": {"compute": 0, "memory": 3, "schedule": 0}, "kernels": 3,
-        "utilization": pytest.approx(0.2), "notes": ["a note"], "ops": [g.to_dict()],
+        "target": "h100",
+        "name": "toy",
+        "total_time_s": pytest.approx(15e-6),
+        "compute_s": pytest.approx(3e-6),
+        "memory_s": pytest.approx(9e-6),
+        "bottleneck": "memory",
+        "memory_s_by_level": {"hbm": pytest.approx(9e-6)},
+        "schedule_s": pytest.approx(6e-6),
+        "flops": 30,
+        "bytes": {"hbm": 300},
+        "bottleneck_counts": {"compute": 0, "memory": 3, "schedule": 0},
+        "kernels": 3,
+        "utilization": pytest.approx(0.2),
+        "notes": ["a note"],
+        "ops": [g.to_dict()],
     }
 
 

@@ -12,7 +12,9 @@ from tests.hardware_models.programs import elementwise
 
 def _gemm_cost(size, target, dtype="bf16", **overrides):
     t = get_target(target)
-    return estimate(gemm_module(size, size, size, dtype), t.with_overrides(overrides) if overrides else t).groups[0].cost
+    return (
+        estimate(gemm_module(size, size, size, dtype), t.with_overrides(overrides) if overrides else t).groups[0].cost
+    )
 
 
 def test_worked_number_h100_bf16_8192_cube():
@@ -57,4 +59,3 @@ def test_f32_matmul_runs_on_cuda_cores_far_below_the_tensor_peak():
     cuda_core_peak = 2 * t["chip.sm_count"] * t["chip.fp32_lanes_per_sm"] * t["chip.clock_hz"]
     assert f32.compute_s == pytest.approx(2 * 4096**3 / (cuda_core_peak * t["fitted.gemm_efficiency"]))
     assert f32.time_s > 10 * bf16.time_s
-

@@ -50,12 +50,17 @@ def _layered(layers: int) -> Module:
     """main: an exp (before the layers), `call @block` x layers (a 64 x 128 by 128 x 128 f16
     GEMM, an exp, a transpose there and back), a negate (after them)."""
     body, x, w = transposing_block("f16")
-    main = Function("main", (("%a", x), ("%w", w)), (x,), (
-        Op("stablehlo.exponential", ("%0",), (x,), ("%a",), (x,)),
-        Op("func.call", ("%1",), (x,), ("%0", "%w"), (x, w), callee="block", trip_count=layers),
-        Op("stablehlo.negate", ("%2",), (x,), ("%1",), (x,)),
-        Op("func.return", (), (), ("%2",), (x,)),
-    ))
+    main = Function(
+        "main",
+        (("%a", x), ("%w", w)),
+        (x,),
+        (
+            Op("stablehlo.exponential", ("%0",), (x,), ("%a",), (x,)),
+            Op("func.call", ("%1",), (x,), ("%0", "%w"), (x, w), callee="block", trip_count=layers),
+            Op("stablehlo.negate", ("%2",), (x,), ("%1",), (x,)),
+            Op("func.return", (), (), ("%2",), (x,)),
+        ),
+    )
     return Module((main, body))
 
 
@@ -95,7 +100,11 @@ def test_trace_times_are_microseconds_and_say_so():
     many = chrome_trace(compile_plan(_layered(7), GROQ, chips=3), GROQ)
     clock = GROQ["chip.clock_hz"]
     for trace in (one, many):
-        assert trace["displayTimeUnit"] == "ms" and trace["otherData"] == {"target": "groq-lpu", "clock_hz": clock, "ts_unit": "us"}
+        assert trace["displayTimeUnit"] == "ms" and trace["otherData"] == {
+            "target": "groq-lpu",
+            "clock_hz": clock,
+            "ts_unit": "us",
+        }
     assert _ops(one)
     for e in _ops(one):
         a = e["args"]
@@ -119,8 +128,11 @@ def test_each_chip_is_a_process_running_the_layers_the_partition_gives_it():
     trace = chrome_trace(plan, GROQ)
     names = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
     block = next(g.instance for g in plan.groups if g.repeats == 7)
-    assert names == {0: f"chip 0 (stage 0): main, {block} layers 0-2", 1: f"chip 1 (stage 1): {block} layers 3-4",
-                     2: f"chip 2 (stage 2): {block} layers 5-6, main"}
+    assert names == {
+        0: f"chip 0 (stage 0): main, {block} layers 0-2",
+        1: f"chip 1 (stage 1): {block} layers 3-4",
+        2: f"chip 2 (stage 2): {block} layers 5-6, main",
+    }
     block_ops = sorted(g.id for g in plan.groups if g.instance == block)
     assert len(block_ops) == 4
     for layer in range(7):

@@ -44,7 +44,12 @@ def test_an_unsupported_op_runs_on_the_host_and_the_output_names_it_with_its_cos
     from tests.hardware_models.programs import program, t
 
     v = t((1 << 20,), "f16")
-    module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.custom_call @my_kernel(%0) : ({v}) -> {v}"], "%1", v)
+    module = program(
+        {"a": v},
+        [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.custom_call @my_kernel(%0) : ({v}) -> {v}"],
+        "%1",
+        v,
+    )
     chip = get_target(target)
     est = estimate(module, chip)
     (fallback,) = [g for g in est.groups if g.kind == "fallback"]

@@ -42,7 +42,9 @@ def test_a_point_by_hand_intensity_over_main_memory_and_its_attained_rate():
     from hardware_models.cost.model import Cost, Estimate, GroupCost
     from hardware_models.cost.roofline import Point, roofline_points
 
-    gemm = GroupCost(3, "contraction", ("dot_general", "add"), "main", 1, Cost(8_000, 8_000, 1e-6, 0.0, 2e-6, (("hbm", 400),)))
+    gemm = GroupCost(
+        3, "contraction", ("dot_general", "add"), "main", 1, Cost(8_000, 8_000, 1e-6, 0.0, 2e-6, (("hbm", 400),))
+    )
     free = GroupCost(4, "fusion", ("reshape",), "main", 1, Cost(0, 0, 0.0, 0.0, 1e-6, (("hbm", 100),)))
     onchip = GroupCost(5, "fusion", ("exp",), "main", 1, Cost(50, 50, 0.0, 0.0, 1e-6, (("vmem", 100),)))
     est = Estimate("h100", "toy", (gemm, free, onchip))

@@ -51,10 +51,15 @@ def test_a_kernels_weight_load_hides_behind_the_compute_of_the_kernel_before():
 
     x, w1, h = t((4096, 4096), "f16"), t((4096, 4096), "f16"), t((4096, 4096), "f16")
     w2, y = t((4096, 64), "f16"), t((4096, 64), "f16")
-    module = program({"x": x, "w1": w1, "w2": w2}, [
-        f"%0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {h}",
-        f"%1 = stablehlo.dot_general %0, %w2, contracting_dims = [1] x [0] : ({h}, {w2}) -> {y}",
-    ], "%1", y)
+    module = program(
+        {"x": x, "w1": w1, "w2": w2},
+        [
+            f"%0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {h}",
+            f"%1 = stablehlo.dot_general %0, %w2, contracting_dims = [1] x [0] : ({h}, {w2}) -> {y}",
+        ],
+        "%1",
+        y,
+    )
     plan = compile_plan(module, SPYRE)
     second = plan.groups[1]
     assert dict(plan.placements[second.id].split)["prefetchable"] == 4096 * 64 * 2  # w2, not h

@@ -36,11 +36,16 @@ def _stack(layers: int, rows: int, width: int = 512):
 
     x, w = TensorType((1, rows, width), "bf16"), TensorType((width, width), "bf16")
     dims = DotDims((), (), (2,), (0,))
-    body = Function("block", (("%x", x), ("%w", w)), (x,), (
-        Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
-        Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
-        Op("func.return", (), (), ("%1",), (x,)),
-    ))
+    body = Function(
+        "block",
+        (("%x", x), ("%w", w)),
+        (x,),
+        (
+            Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w), attrs=(("dot_dimension_numbers", dims),)),
+            Op("stablehlo.exponential", ("%1",), (x,), ("%0",), (x,)),
+            Op("func.return", (), (), ("%1",), (x,)),
+        ),
+    )
     call = Op("func.call", ("%1",), (x,), ("%a", "%w"), (x, w), callee="block", trip_count=layers)
     main = Function("main", (("%a", x), ("%w", w)), (x,), (call, Op("func.return", (), (), ("%1",), (x,))))
     return Module((main, body))
@@ -60,7 +65,9 @@ def test_rows_stream_through_the_regions_as_a_pipeline_in_chunks_chosen_by_cost(
     plan = compile_plan(module, wse)
     chunks = plan.partition.chunks
     assert 1 < chunks <= 2048 and any(g.label == "row pipeline" for g in plan.groups)
-    assert all(pipeline_seconds(module, plan, wse, chunks) <= pipeline_seconds(module, plan, wse, c) for c in (1, 2, 64, 2048))
+    assert all(
+        pipeline_seconds(module, plan, wse, chunks) <= pipeline_seconds(module, plan, wse, c) for c in (1, 2, 64, 2048)
+    )
     est = estimate(module, wse, "", plan)
     kernels = [g for g in est.groups if g.kind != "transfer"]
     (pipeline,) = [g for g in est.groups if g.kind == "transfer"]
@@ -99,7 +106,11 @@ def test_a_layer_exchange_between_wafers_by_hand(wafers):
     plan = compile_plan(module, tgt, chips=wafers)
     assert plan.partition.mode == f"split over {wafers} wafers, each kernel across all of them"
     (g,) = [g for g in estimate(module, tgt, plan=plan).groups if g.kind == "transfer"]
-    H, h, io = plan.partition.hidden_bytes, tgt["schedule.wafer_hop_latency_s"], tgt["interconnect.system_io_bytes_per_s"]
+    H, h, io = (
+        plan.partition.hidden_bytes,
+        tgt["schedule.wafer_hop_latency_s"],
+        tgt["interconnect.system_io_bytes_per_s"],
+    )
     sent = 2 * (wafers - 1) * -(-H // wafers)
     assert g.repeats == 1 and H > 0
     assert g.cost.bytes == (("system_io", sent),)
@@ -123,8 +134,15 @@ def test_one_chunks_share_of_a_kernels_pass_by_hand():
     plan = compile_plan(gemm_module(64, 64, 64, "f16"), tgt)
     (g,) = [g for g in plan.groups if g.kind != "transfer"]
     plan = plan.with_(regions={g.id: Region(1000, 300)})
-    full = Cost(8, 8, 4.0, 0.0, 9.0, (("sram", 1000), ("fabric", 200), ("memoryx", 50)),
-                (("sram", 2.0), ("fabric", 1.0), ("memoryx", 30.0)))
+    full = Cost(
+        8,
+        8,
+        4.0,
+        0.0,
+        9.0,
+        (("sram", 1000), ("fabric", 200), ("memoryx", 50)),
+        (("sram", 2.0), ("fabric", 1.0), ("memoryx", 30.0)),
+    )
     row = _one_row(plan, g, tgt, full, 4)
     assert dict(row.memory_s) == {"sram": pytest.approx(2.0 * (700 / 4 + 300) / 1000), "fabric": 0.25, "memoryx": 30.0}
     assert row.compute_s == 1.0 and row.time_s == pytest.approx(max(1.0, 2.0 * 475 / 1000, 0.25))

@@ -15,7 +15,9 @@ from tests.hardware_models.programs import linear_gelu, program, t
 
 def _exp_mul(n=1024, dtype="f32"):
     v = t((n,), dtype)
-    return program({"a": v, "b": v}, [f"%0 = stablehlo.exponential %a : {v}", f"%1 = stablehlo.multiply %0, %b : {v}"], "%1", v)
+    return program(
+        {"a": v, "b": v}, [f"%0 = stablehlo.exponential %a : {v}", f"%1 = stablehlo.multiply %0, %b : {v}"], "%1", v
+    )
 
 
 @pytest.mark.parametrize("tensorcores", [1, 2])
@@ -83,25 +85,35 @@ def test_spyre_kernels_by_hand():
         return tl.padded_flops / 2 / d.units * d.per_core / rate
 
     g0, g1, g2 = plan.groups
-    assert costs[0].compute_s == pytest.approx(256 ** 3 / (32 * rate), rel=1e-12)
+    assert costs[0].compute_s == pytest.approx(256**3 / (32 * rate), rel=1e-12)
     assert costs[0].time_s == pytest.approx(max(busy(g0), lpddr5(2 * V, 0)) + launch, rel=1e-12)
     hidden = min(V / one_way, max(0.0, busy(g0) - lpddr5(2 * V, 0)), lpddr5(V, 0))
     assert dict(costs[1].memory_s)["lpddr5"] == pytest.approx(lpddr5(V, 0) - hidden, rel=1e-12, abs=1e-18)
     assert costs[1].time_s == pytest.approx(max(busy(g1), lpddr5(V, 0) - hidden) + launch, rel=1e-12)
     d2 = plan.divisions[g2.id]
     assert costs[2].compute_s == pytest.approx(256 * 256 / (32 * vector), rel=1e-12)
-    assert costs[2].time_s == pytest.approx(max(256 * 256 / d2.units * d2.per_core / vector, lpddr5(0, V)) + launch, rel=1e-12)
+    assert costs[2].time_s == pytest.approx(
+        max(256 * 256 / d2.units * d2.per_core / vector, lpddr5(0, V)) + launch, rel=1e-12
+    )
 
 
-@pytest.mark.parametrize("batch,key", [(2, "fitted.bmm_small_batch_mac_per_s_per_core"), (4, "fitted.bmm_mac_per_s_per_core")])
+@pytest.mark.parametrize(
+    "batch,key", [(2, "fitted.bmm_small_batch_mac_per_s_per_core"), (4, "fitted.bmm_mac_per_s_per_core")]
+)
 def test_spyre_batched_matmul_rates_by_batch(batch, key):
     """b < 4 runs at S05's rate, b >= 4 at S04's (kernels.csv): compute = MACs / (32 x rate)."""
     a, bt, y = t((batch, 64, 64), "f16"), t((batch, 64, 64), "f16"), t((batch, 64, 64), "f16")
-    module = program({"a": a, "b": bt}, [
-        f"%0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : ({a}, {bt}) -> {y}"], "%0", y)
+    module = program(
+        {"a": a, "b": bt},
+        [
+            f"%0 = stablehlo.dot_general %a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1] : ({a}, {bt}) -> {y}"
+        ],
+        "%0",
+        y,
+    )
     tgt = get_target("spyre")
     (g,) = estimate(module, tgt).groups
-    assert g.cost.compute_s == pytest.approx(batch * 64 ** 3 / (32 * tgt[key]), rel=1e-12)
+    assert g.cost.compute_s == pytest.approx(batch * 64**3 / (32 * tgt[key]), rel=1e-12)
 
 
 def test_wafer_kernel_by_hand():
@@ -138,8 +150,11 @@ def test_tpu_fused_attention_by_hand(chips):
     module = attention_module(1, 4, 65, 512, "bf16")
     plan = compile_plan(module, tgt)
     if chips > 1:
-        plan = plan.with_(partition=replace(plan.partition or Partition(1, 1, 0, 0), chips=chips, tensor_parallel=chips,
-                                            mode="tensor parallel"))
+        plan = plan.with_(
+            partition=replace(
+                plan.partition or Partition(1, 1, 0, 0), chips=chips, tensor_parallel=chips, mode="tensor parallel"
+            )
+        )
     (g,) = [g for g in plan.groups if g.kind == "attention"]
     c = tpu_attention_cost(module, plan, g, tgt)
     dots = 2 * 2 * 4 * 65 * 65 * 512
@@ -155,13 +170,20 @@ def test_tpu_fused_attention_by_hand(chips):
     assert (c.flops, c.padded_flops) == (work.flops, work.flops)
 
 
-@pytest.mark.parametrize("chips,shards,note", [
-    (1, 1, "KV cache sharded by KV heads: 4 KV heads over 1 chips, 4 per chip"),
-    (2, 2, "KV cache sharded by KV heads: 4 KV heads over 2 chips, 2 per chip"),
-    (4, 4, "KV cache sharded by KV heads: 4 KV heads over 4 chips, 1 per chip"),
-    (8, 4, "KV cache replicated: 4 KV heads over 8 chips, each chip holds one KV head's keys and values "
-           "(each KV head on 2 chips), 1/4 of the cache"),
-])
+@pytest.mark.parametrize(
+    "chips,shards,note",
+    [
+        (1, 1, "KV cache sharded by KV heads: 4 KV heads over 1 chips, 4 per chip"),
+        (2, 2, "KV cache sharded by KV heads: 4 KV heads over 2 chips, 2 per chip"),
+        (4, 4, "KV cache sharded by KV heads: 4 KV heads over 4 chips, 1 per chip"),
+        (
+            8,
+            4,
+            "KV cache replicated: 4 KV heads over 8 chips, each chip holds one KV head's keys and values "
+            "(each KV head on 2 chips), 1/4 of the cache",
+        ),
+    ],
+)
 def test_kv_heads_split_over_chips_then_replicate(chips, shards, note):
     """shards = min(chips, KV heads), as Megatron and vLLM split them (shard_kv_heads). The
     kernel's shape is given 4 KV heads a sequence (attention_module folds heads into its batch)."""
@@ -188,7 +210,10 @@ def test_spyre_compute_bound_kernels_take_their_busy_time():
     tgt = tgt.with_overrides({"chip.vector_ops_per_s_per_core": tgt["chip.vector_ops_per_s_per_core"] / 1000})
     rate, vector = tgt["fitted.matmul_mac_per_s_per_core"], tgt["chip.vector_ops_per_s_per_core"]
     launch = tgt["schedule.launch_overhead_s"]
-    for module, kind in ((gemm_module(2048, 2048, 2048, "f16"), "contraction"), (_exp_mul(2048 * 2048, "f16"), "fusion")):
+    for module, kind in (
+        (gemm_module(2048, 2048, 2048, "f16"), "contraction"),
+        (_exp_mul(2048 * 2048, "f16"), "fusion"),
+    ):
         plan = compile_plan(module, tgt)
         (g,) = estimate(module, tgt, plan=plan).groups
         d = plan.divisions[g.group]
@@ -207,8 +232,10 @@ def fitted_tpu(tmp_path):
     from hardware_models.target import TARGETS_DIR, load_target_file
 
     text = (TARGETS_DIR / "tpu-v5e.toml").read_text().replace('name = "tpu-v5e"', 'name = "tpu-fitted"')
-    text += ('\n[fitted]\ngemm_efficiency = { value = 0.5, source = "U", note = "a test\'s" }\n'
-             'hbm_efficiency = { value = 0.8, source = "U", note = "a test\'s" }\n')
+    text += (
+        '\n[fitted]\ngemm_efficiency = { value = 0.5, source = "U", note = "a test\'s" }\n'
+        'hbm_efficiency = { value = 0.8, source = "U", note = "a test\'s" }\n'
+    )
     path = tmp_path / "tpu-fitted.toml"
     path.write_text(text)
     return load_target_file(path)
@@ -230,7 +257,7 @@ def test_a_fitted_tpu_divides_its_peaks_by_the_fitted_efficiencies(fitted_tpu):
     plan = compile_plan(gemm, tgt)
     (c,) = estimate(gemm, tgt, plan=plan).groups
     tiling = plan.tilings[c.group]
-    assert c.cost.compute_s == pytest.approx(2 * 2048 ** 3 / (tgt["peak.bf16_flop_per_s"] * 0.5), rel=1e-12)
+    assert c.cost.compute_s == pytest.approx(2 * 2048**3 / (tgt["peak.bf16_flop_per_s"] * 0.5), rel=1e-12)
     busy = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / 1.5e9 / 0.5
     assert c.cost.time_s == pytest.approx(max(busy, *dict(c.cost.memory_s).values()) + 5e-7, rel=1e-12)
     module = attention_module(1, 4, 65, 512, "bf16")  # head_dim 512: the MXU's time exceeds the VPU's
@@ -262,8 +289,14 @@ def test_gpu_fused_attention_by_hand(chips):
     module = attention_module(1, 4, 65, 512, "bf16")
     plan = compile_plan(module, tgt)
     if chips > 1:
-        plan = plan.with_(partition=replace(plan.partition or Partition(1, 1, 0, 0, 0, 1), chips=chips,
-                                            tensor_parallel=chips, mode="tensor parallel"))
+        plan = plan.with_(
+            partition=replace(
+                plan.partition or Partition(1, 1, 0, 0, 0, 1),
+                chips=chips,
+                tensor_parallel=chips,
+                mode="tensor parallel",
+            )
+        )
     (g,) = [g for g in plan.groups if g.kind == "attention"]
     c = gpu_attention_cost(module, plan, g, tgt)
     compute = 2 * 2 * 4 * 65 * 65 * 512 / chips / (tgt["peak.bf16_flop_per_s"] * tgt["fitted.flash_attention_fraction"])

@@ -34,7 +34,10 @@ def test_slots_of_five_ops_by_hand():
     V = 1024 * 320 * 2
     got = [(s.offset, s.size, s.written, s.freed) for s in plan.sram.values()]
     assert got == [(0, V, 0, 89), (V, V, 25, 1117), (2 * V, V, 63, 657), (0, V, 113, 1117), (3 * V, 640, 593, 1117)]
-    assert plan.notes[-1] == "SRAM: at most 1.97 MB of computed values live at once, beside 1.52 MB of arguments, of 208 MB usable a chip"
+    assert (
+        plan.notes[-1]
+        == "SRAM: at most 1.97 MB of computed values live at once, beside 1.52 MB of arguments, of 208 MB usable a chip"
+    )
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
@@ -64,7 +67,7 @@ def test_no_slot_is_read_before_it_is_written_nor_overwritten_while_live(program
         assert s.freed == last, value  # and not a cycle longer
     slots = list(plan.sram.items())
     for i, (a, x) in enumerate(slots):
-        for b, y in slots[i + 1:]:
+        for b, y in slots[i + 1 :]:
             if x.timeline != y.timeline or x.size == 0 or y.size == 0:
                 continue
             share_address = x.offset < y.offset + y.size and y.offset < x.offset + x.size

@@ -22,19 +22,24 @@ def test_each_working_op_is_one_group_and_views_are_none():
 
 def test_arithmetic_on_constants_is_folded_at_compile_time():
     s, v = t((), "f32"), t((4,), "f32")
-    module = program({"a": v}, [
-        f"%c = stablehlo.constant dense<2.0> : {s}",
-        f"%d = stablehlo.sqrt %c : {s}",
-        f"%e = stablehlo.broadcast_in_dim %d, dims = [] : ({s}) -> {v}",
-        f"%0 = stablehlo.multiply %a, %e : {v}",
-    ], "%0", v)
+    module = program(
+        {"a": v},
+        [
+            f"%c = stablehlo.constant dense<2.0> : {s}",
+            f"%d = stablehlo.sqrt %c : {s}",
+            f"%e = stablehlo.broadcast_in_dim %d, dims = [] : ({s}) -> {v}",
+            f"%0 = stablehlo.multiply %a, %e : {v}",
+        ],
+        "%0",
+        v,
+    )
     plan = _assign(module)
     assert [plan.ops[g.members[0]].op.short_name for g in plan.groups] == ["multiply"]
 
 
 def test_an_op_the_target_cannot_run_falls_back_to_the_host_and_is_noted():
     v = t((4,), "f32")
-    module = program({"a": v}, [f'%0 = stablehlo.custom_call @my_kernel(%a) : ({v}) -> {v}'], "%0", v)
+    module = program({"a": v}, [f"%0 = stablehlo.custom_call @my_kernel(%a) : ({v}) -> {v}"], "%0", v)
     plan = _assign(module)
     assert [g.kind for g in plan.groups] == ["fallback"]
     assert any("custom_call" in note and "host" in note for note in plan.notes)
@@ -48,7 +53,12 @@ def test_an_op_on_an_empty_tensor_forms_no_kernel_and_is_noted():
     from tests.hardware_models.programs import program, t
 
     a, b, c = t((0, 8), "f32"), t((8, 4), "f32"), t((0, 4), "f32")
-    module = program({"a": a, "b": b}, [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"], "%0", c)
+    module = program(
+        {"a": a, "b": b},
+        [f"%0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : ({a}, {b}) -> {c}"],
+        "%0",
+        c,
+    )
     for target in load_targets().values():
         plan = compile_plan(module, target)
         assert plan.groups == () and any("empty tensors" in n for n in plan.notes), target.name

@@ -51,8 +51,10 @@ def test_the_bf16_linear_with_bias_runs_as_a_bf16_dot_on_the_h100s_tensor_cores(
     assert [(f.narrow, f.wide, f.convert_removed) for f in folded.folds] == [("bf16", "f32", True)] * 2
     assert len(unfolded.groups) - len(folded.groups) == 2  # the two convert kernels
     assert contraction_peak(h100, "bf16") / contraction_peak(h100, "f32") > 15
-    dot_time = {name: next(g.cost.time_s for g in estimate(module, h100, "", plan).groups if g.kind == "contraction")
-                for name, plan in (("folded", folded), ("unfolded", unfolded))}
+    dot_time = {
+        name: next(g.cost.time_s for g in estimate(module, h100, "", plan).groups if g.kind == "contraction")
+        for name, plan in (("folded", folded), ("unfolded", unfolded))
+    }
     assert dot_time["unfolded"] / dot_time["folded"] > 6
     # the record is printable data, read by estimate --plan and compare
     assert "fold: dot_general at" in folded.render() and "bf16->f32" in folded.render()
@@ -72,10 +74,20 @@ def test_the_fold_runs_where_the_compiler_does_it():
         assert "fold_upcasts" not in pass_names(get_target(name))
 
 
-@pytest.mark.parametrize("narrow, wide, exact", [
-    ("bf16", "f32", True), ("f16", "f32", True), ("f32", "f64", True), ("f8E4M3FN", "f16", True),
-    ("f32", "bf16", False), ("f16", "bf16", False), ("bf16", "f16", False), ("f64", "f32", False), ("bf16", "bf16", False),
-])
+@pytest.mark.parametrize(
+    "narrow, wide, exact",
+    [
+        ("bf16", "f32", True),
+        ("f16", "f32", True),
+        ("f32", "f64", True),
+        ("f8E4M3FN", "f16", True),
+        ("f32", "bf16", False),
+        ("f16", "bf16", False),
+        ("bf16", "f16", False),
+        ("f64", "f32", False),
+        ("bf16", "bf16", False),
+    ],
+)
 def test_only_a_widening_that_keeps_every_value_counts_as_exact(narrow, wide, exact):
     """A conversion is exact when the wide type has at least the narrow one's exponent and
     significand bits (IEEE 754: bf16 8/7, f16 5/10, f32 8/23): f16 -> bf16 loses significand bits."""
@@ -90,11 +102,16 @@ def test_a_downcast_or_an_inexact_convert_is_never_folded():
     for source in ("f32", "f16"):
         x, w = t((64, 64), source), t((64, 64), source)
         xb, y = t((64, 64), "bf16"), t((64, 64), "f32")
-        module = program({"x": x, "w": w}, [
-            f"%0 = stablehlo.convert %x : ({x}) -> {xb}",
-            f"%1 = stablehlo.convert %w : ({w}) -> {xb}",
-            f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : ({xb}, {xb}) -> {y}",
-        ], "%2", y)
+        module = program(
+            {"x": x, "w": w},
+            [
+                f"%0 = stablehlo.convert %x : ({x}) -> {xb}",
+                f"%1 = stablehlo.convert %w : ({w}) -> {xb}",
+                f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : ({xb}, {xb}) -> {y}",
+            ],
+            "%2",
+            y,
+        )
         plan = compile_plan(module, h100)
         assert plan.folds == () and sum(g.kind == "fusion" for g in plan.groups) == 2
 
@@ -110,11 +127,16 @@ def test_operands_that_would_end_up_in_different_types_are_not_folded():
 def test_an_upcast_read_elsewhere_too_stays_a_kernel_and_the_dot_still_folds():
     """The convert's other reader still needs the f32 value: the dot reads bf16, the convert stays."""
     x, xf, y = t((64, 64), "bf16"), t((64, 64), "f32"), t((64, 64), "f32")
-    module = program({"x": x}, [
-        f"%0 = stablehlo.convert %x : ({x}) -> {xf}",
-        f"%1 = stablehlo.dot_general %0, %0, contracting_dims = [1] x [0] : ({xf}, {xf}) -> {y}",
-        f"%2 = stablehlo.add %1, %0 : {y}",
-    ], "%2", y)
+    module = program(
+        {"x": x},
+        [
+            f"%0 = stablehlo.convert %x : ({x}) -> {xf}",
+            f"%1 = stablehlo.dot_general %0, %0, contracting_dims = [1] x [0] : ({xf}, {xf}) -> {y}",
+            f"%2 = stablehlo.add %1, %0 : {y}",
+        ],
+        "%2",
+        y,
+    )
     plan = compile_plan(module, get_target("tpu-v5e"))
     assert plan.tilings[_contraction(plan).id].shape.dtype == "bf16"
     assert any("convert" in [plan.ops[i].op.short_name for i in g.members] for g in plan.groups)
@@ -136,7 +158,9 @@ def test_each_fold_by_hand_the_ops_rewritten_and_the_bytes_no_longer_moved():
         M, N, K = saved
     plan = compile_plan(module, get_target("h100"))
     assert [(f.op, f.narrow, f.wide, f.saved_bytes, f.convert_removed) for f in plan.folds] == [
-        ("dot_general", "bf16", "f32", 2 * 64 * 32 * 4, True), ("dot_general", "bf16", "f32", 2 * 96 * 32 * 4, True)]
+        ("dot_general", "bf16", "f32", 2 * 64 * 32 * 4, True),
+        ("dot_general", "bf16", "f32", 2 * 96 * 32 * 4, True),
+    ]
     assert all(f.where for f in plan.folds)
     by_name = {p.op.short_name: p for p in plan.ops if p.op.short_name in ("transpose", "dot_general")}
     transpose, dot = by_name["transpose"], by_name["dot_general"]
@@ -144,7 +168,9 @@ def test_each_fold_by_hand_the_ops_rewritten_and_the_bytes_no_longer_moved():
     assert transpose.op.operands == ("%arg1",)
     assert [t.dtype for t in dot.op.operand_types] == ["bf16", "bf16"] and dot.op.operands[0] == "%arg0"
     names = [p.op.name for p in plan.ops]
-    assert names.count("landscape.folded_convert") == 2 and names.count("stablehlo.convert") == 2  # the bias's and the result's
+    assert (
+        names.count("landscape.folded_convert") == 2 and names.count("stablehlo.convert") == 2
+    )  # the bias's and the result's
 
 
 def test_an_upcast_read_elsewhere_too_folds_but_its_convert_still_runs():
@@ -152,13 +178,17 @@ def test_an_upcast_read_elsewhere_too_folds_but_its_convert_still_runs():
     fold saves only the dot's wider read, 64 x 32 x (4 - 2) B."""
     x, w, y = t((64, 32), "bf16"), t((32, 96), "bf16"), t((64, 96), "f32")
     xf, wf = t((64, 32), "f32"), t((32, 96), "f32")
-    module = program({"x": x, "w": w}, [
-        f"%0 = stablehlo.convert %x : ({x}) -> {xf}",
-        f"%1 = stablehlo.convert %w : ({w}) -> {wf}",
-        f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : ({xf}, {wf}) -> {y}",
-        f"%3 = stablehlo.add %0, %0 : {xf}",
-    ], "%2", y)
+    module = program(
+        {"x": x, "w": w},
+        [
+            f"%0 = stablehlo.convert %x : ({x}) -> {xf}",
+            f"%1 = stablehlo.convert %w : ({w}) -> {wf}",
+            f"%2 = stablehlo.dot_general %0, %1, contracting_dims = [1] x [0] : ({xf}, {wf}) -> {y}",
+            f"%3 = stablehlo.add %0, %0 : {xf}",
+        ],
+        "%2",
+        y,
+    )
     plan = compile_plan(module, get_target("h100"))
     folds = {f.saved_bytes: f.convert_removed for f in plan.folds}
     assert folds == {64 * 32 * 2: False, 2 * 32 * 96 * 4: True}
-

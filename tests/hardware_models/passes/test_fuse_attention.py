@@ -40,7 +40,9 @@ def test_without_the_pass_the_scores_go_through_main_memory(target_name):
     module = attention_module(1, 4, 129, 16, "bf16")
     main = target.main_memory_level
     fused = estimate(module, target).total.bytes_at(main)
-    unfused = estimate(module, target, "", compile_plan(module, target, without=("fuse_attention",))).total.bytes_at(main)
+    unfused = estimate(module, target, "", compile_plan(module, target, without=("fuse_attention",))).total.bytes_at(
+        main
+    )
     assert unfused - fused >= 2 * 2 * 4 * 129 * 129
 
 
@@ -104,7 +106,12 @@ def _attention_with_chains(shared_k: bool = False):
     from reference.ir.graph import Function, Module, Op, TensorType
 
     base = attention_module(1, 4, 65, 16, "bf16").main
-    q, kt, o32, half = TensorType((4, 65, 16), "bf16"), TensorType((4, 16, 65), "bf16"), TensorType((4, 65, 16), "f32"), TensorType((), "bf16")
+    q, kt, o32, half = (
+        TensorType((4, 65, 16), "bf16"),
+        TensorType((4, 16, 65), "bf16"),
+        TensorType((4, 65, 16), "f32"),
+        TensorType((), "bf16"),
+    )
     chains = (
         Op("stablehlo.constant", ("%half",), (half,), (), (), (("value", ("splat", 0.5)),)),
         Op("stablehlo.broadcast_in_dim", ("%halfb",), (q,), ("%half",), (half,), (("broadcast_dimensions", ()),)),
@@ -115,7 +122,9 @@ def _attention_with_chains(shared_k: bool = False):
     after = Op("stablehlo.convert", ("%o",), (o32,), ("%0",), (q,))
     results = ("%o", "%k") if shared_k else ("%o",)
     ret = Op("func.return", (), (), results, (o32, q) if shared_k else (o32,))
-    main = Function("main", (("%qraw", q), ("%kt", kt), ("%v", q)), (o32, q) if shared_k else (o32,), (*chains, *body, after, ret))
+    main = Function(
+        "main", (("%qraw", q), ("%kt", kt), ("%v", q)), (o32, q) if shared_k else (o32,), (*chains, *body, after, ret)
+    )
     return Module((main,))
 
 
@@ -162,8 +171,10 @@ def test_attention_bytes_by_hand_over_chips(keeps, target_name, chips, shards):
     target = get_target(target_name)
     plan = compile_plan(attention_module(1, 4, 65, 16, "bf16"), target)
     ((gid, shape),) = plan.attention.items()
-    plan = plan.with_(attention={gid: replace(shape, shards=shards)},
-                      partition=Partition(chips, chips, 0, 0, 0, 1, "tensor parallel" if chips > 1 else ""))
+    plan = plan.with_(
+        attention={gid: replace(shape, shards=shards)},
+        partition=Partition(chips, chips, 0, 0, 0, 1, "tensor parallel" if chips > 1 else ""),
+    )
     group = plan.groups[gid]
     one = 4 * 65 * 16 * 2
     p = attention_placement(plan, plan.value_graph(), group, "hbm", "cache", keeps)
@@ -181,9 +192,17 @@ def _regional_attention(layers: int = 3):
     base = attention_module(2, 4, 65, 16, "bf16").main
     q = TensorType((8, 65, 16), "bf16")
     body = [op for op in base.ops if op.short_name != "return"]
-    block = Function("block", (("%qraw", q), ("%k", q), ("%v", q)), (q,), (
-        Op("stablehlo.exponential", ("%q",), (q,), ("%qraw",), (q,)), *body,
-        Op("stablehlo.add", ("%o",), (q,), ("%0", "%qraw"), (q, q)), Op("func.return", (), (), ("%o",), (q,))))
+    block = Function(
+        "block",
+        (("%qraw", q), ("%k", q), ("%v", q)),
+        (q,),
+        (
+            Op("stablehlo.exponential", ("%q",), (q,), ("%qraw",), (q,)),
+            *body,
+            Op("stablehlo.add", ("%o",), (q,), ("%0", "%qraw"), (q, q)),
+            Op("func.return", (), (), ("%o",), (q,)),
+        ),
+    )
     call = Op("func.call", ("%r",), (q,), ("%a", "%b", "%c"), (q, q, q), callee="block", trip_count=layers)
     main = Function("main", (("%a", q), ("%b", q), ("%c", q)), (q,), (call, Op("func.return", (), (), ("%r",), (q,))))
     return Module((main, block))
@@ -200,8 +219,26 @@ def test_the_attention_kernel_between_other_kernels_of_a_repeated_block(target_n
 
     plan = compile_plan(_regional_attention(3), get_target(target_name))
     got = [(g.id, g.kind, g.instance, g.repeats) for g in plan.groups]
-    assert got == [(0, "fusion", "main/0:block", 3), (1, "attention", "main/0:block", 3), (2, "fusion", "main/0:block", 3)]
+    assert got == [
+        (0, "fusion", "main/0:block", 3),
+        (1, "attention", "main/0:block", 3),
+        (2, "fusion", "main/0:block", 3),
+    ]
     names = sorted(plan.ops[i].op.short_name for i in plan.groups[1].members)
-    assert names == ["convert", "convert", "divide", "dot_general", "dot_general", "exponential", "multiply", "reduce", "reduce", "subtract"]
+    assert names == [
+        "convert",
+        "convert",
+        "divide",
+        "dot_general",
+        "dot_general",
+        "exponential",
+        "multiply",
+        "reduce",
+        "reduce",
+        "subtract",
+    ]
     assert plan.attention == {1: AttentionShape(520, 8, 1, 65, 16, "bf16", ("main/0:block%k", "main/0:block%v"), stack)}
-    assert f"1 attention kernel fused ({stack}): scores stay on chip; each reads Q, K, V and writes O in main memory" in plan.notes
+    assert (
+        f"1 attention kernel fused ({stack}): scores stay on chip; each reads Q, K, V and writes O in main memory"
+        in plan.notes
+    )

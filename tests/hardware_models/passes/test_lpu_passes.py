@@ -27,7 +27,9 @@ def test_weights_larger_than_sram_spread_over_chips_that_share_the_layer():
     assert [g.label for g in plan.groups if g.kind == "transfer"] == ["all-reduce"]
 
 
-@pytest.mark.parametrize("module", [linear_gelu(129, 320, 65, "f16"), softmax(63, 150, "f32")], ids=["linear_gelu", "softmax"])
+@pytest.mark.parametrize(
+    "module", [linear_gelu(129, 320, 65, "f16"), softmax(63, 150, "f32")], ids=["linear_gelu", "softmax"]
+)
 def test_the_schedule_is_deterministic_and_no_unit_runs_two_ops_at_once(module):
     first, second = compile_plan(module, GROQ), compile_plan(module, GROQ)
     assert first.schedule == second.schedule
@@ -57,10 +59,15 @@ def test_each_op_goes_to_its_functional_unit():
     from tests.hardware_models.programs import program, t
 
     x, y, s = t((640, 320), "f16"), t((320, 640), "f16"), t((320, 320), "f16")
-    module = program({"x": x}, [
-        f"%0 = stablehlo.transpose %x, dims = [1, 0] : ({x}) -> {y}",
-        f"%1 = stablehlo.slice %0 [0:320, 0:320] : ({y}) -> {s}",
-        f"%2 = stablehlo.negate %1 : {s}",
-    ], "%2", s)
+    module = program(
+        {"x": x},
+        [
+            f"%0 = stablehlo.transpose %x, dims = [1, 0] : ({x}) -> {y}",
+            f"%1 = stablehlo.slice %0 [0:320, 0:320] : ({y}) -> {s}",
+            f"%2 = stablehlo.negate %1 : {s}",
+        ],
+        "%2",
+        s,
+    )
     plan = compile_plan(module, GROQ)
     assert [plan.schedule[g.id].unit for g in plan.groups] == ["SXM", "MEM", "VXM"]

@@ -33,8 +33,8 @@ def test_tpu_keeps_nothing_across_fusions_and_counts_every_op_in_vmem():
     _, (first, second) = _placements(softmax(8, 1000), "tpu-v5e")
     x, row, init = 8 * 1000 * 4, 8 * 4, 4
     assert first.resident_inputs == () and first.at("hbm") == x + x + init  # reads x (and the init), writes exp
-    reduce_max = x + init + row        # reads x and -inf, writes the row maxima
-    subtract = x + x + x               # reads x and the broadcast maxima (at x's size), writes
+    reduce_max = x + init + row  # reads x and -inf, writes the row maxima
+    subtract = x + x + x  # reads x and the broadcast maxima (at x's size), writes
     exponential = x + x
     assert first.at("vmem") == reduce_max + subtract + exponential == 192_036
     assert second.at("hbm") == x + init + x  # reads exp (and 0), writes y
@@ -56,7 +56,6 @@ def _gemm(size):
     from hardware_models.calibration import gemm_module
 
     return gemm_module(size, size, size, "bf16")
-
 
 
 def test_bytes_per_level_of_a_gemm_with_a_fused_epilogue_by_hand_on_tpu_spyre_and_the_wafer():

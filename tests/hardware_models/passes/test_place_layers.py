@@ -41,8 +41,12 @@ def test_one_kernel_larger_than_a_wafer_is_split_across_wafers_with_one_exchange
     out = 16384 * 131072 * 2
     cost = estimate(module, WSE3, plan=plan).groups[exchange.id].cost
     assert cost.time_s == pytest.approx(2 * (5e-6 + out / 2 / 150e9))
-    assert any("(chosen: with each layer split)" in note and "streamed" in note
-               and "no pipeline: one kernel's weights (38.7 GB) exceed a wafer" in note for note in plan.notes)
+    assert any(
+        "(chosen: with each layer split)" in note
+        and "streamed" in note
+        and "no pipeline: one kernel's weights (38.7 GB) exceed a wafer" in note
+        for note in plan.notes
+    )
 
 
 def _regional(layers: int, wafers_of_weights: float, rows: int = 1):
@@ -52,8 +56,14 @@ def _regional(layers: int, wafers_of_weights: float, rows: int = 1):
 
     n = int((wafers_of_weights * 35.2e9 / layers / 2) ** 0.5) // 64 * 64
     x, w = TensorType((rows, n), "f16"), TensorType((n, n), "f16")
-    dot = Op("stablehlo.dot_general", ("%0",), (x,), ("%x", "%w"), (x, w),
-             attrs=(("dot_dimension_numbers", DotDims((), (), (1,), (0,))),))
+    dot = Op(
+        "stablehlo.dot_general",
+        ("%0",),
+        (x,),
+        ("%x", "%w"),
+        (x, w),
+        attrs=(("dot_dimension_numbers", DotDims((), (), (1,), (0,))),),
+    )
     body = Function("block", (("%x", x), ("%w", w)), (x,), (dot, Op("func.return", (), (), ("%0",), (x,))))
     call = Op("func.call", ("%1",), (x,), ("%a", "%w"), (x, w), callee="block", trip_count=layers)
     main = Function("main", (("%a", x), ("%w", w)), (x,), (call, Op("func.return", (), (), ("%1",), (x,))))
@@ -68,7 +78,11 @@ def test_a_model_of_many_layers_on_several_wafers_runs_as_a_pipeline_and_reports
     assert plan.partition.mode == "split over 3 wafers, whole layers on each"
     assert [g.label for g in plan.groups if g.kind == "transfer"] == ["wafer hop"]
     (note,) = [n for n in plan.notes if n.startswith("weights split")]
-    assert "in a pipeline of wafers" in note and "with each layer split" in note and "(chosen: in a pipeline of wafers)" in note
+    assert (
+        "in a pipeline of wafers" in note
+        and "with each layer split" in note
+        and "(chosen: in a pipeline of wafers)" in note
+    )
 
 
 def test_more_wafers_than_layers_split_each_layer_and_the_narrowest_matrix_bounds_the_count():
@@ -112,14 +126,21 @@ def _three_kernels():
     of the same input: three regions, sized by different terms of their work."""
     from reference.ir import parse_stablehlo
 
-    x, w1, w2, y, r = "tensor<1024x2048xf16>", "tensor<2048x2048xf16>", "tensor<2048x512xf16>", "tensor<1024x512xf16>", "tensor<1024xf16>"
+    x, w1, w2, y, r = (
+        "tensor<1024x2048xf16>",
+        "tensor<2048x2048xf16>",
+        "tensor<2048x512xf16>",
+        "tensor<1024x512xf16>",
+        "tensor<1024xf16>",
+    )
     return parse_stablehlo(
         f"func.func @main(%x: {x}, %w1: {w1}, %w2: {w2}) -> ({r}, {y}) {{\n"
         f"  %z = stablehlo.constant dense<0.0> : tensor<f16>\n"
         f"  %0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({x}, {w1}) -> {x}\n"
         f"  %1 = stablehlo.reduce(%0 init: %z) applies stablehlo.add across dimensions = [1] : ({x}, tensor<f16>) -> {r}\n"
         f"  %2 = stablehlo.dot_general %x, %w2, contracting_dims = [1] x [0] : ({x}, {w2}) -> {y}\n"
-        f"  return %1, %2 : {r}, {y}\n}}\n")
+        f"  return %1, %2 : {r}, {y}\n}}\n"
+    )
 
 
 def test_regions_by_the_formula_weights_first_then_the_rest_by_each_kernels_slowest_term():
@@ -151,7 +172,10 @@ def test_regions_by_the_formula_weights_first_then_the_rest_by_each_kernels_slow
     # the GEMM is sized by its FLOPs, the row sum by its bytes
     assert demand[0] == pytest.approx(2 * 1024 * 2048 * 2048 / (0.5 * 125e15))
     assert demand[1] == pytest.approx((1024 * 2048 + 1024) * 2 / 21e15)
-    assert plan.notes[-1] == f"{sum(holding.values()) / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work"
+    assert (
+        plan.notes[-1]
+        == f"{sum(holding.values()) / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work"
+    )
 
 
 def test_a_regional_blocks_regions_count_once_per_layer():
@@ -165,8 +189,12 @@ def test_a_regional_blocks_regions_count_once_per_layer():
     used = sum(plan.regions[g.id].pes * g.repeats for g in kernels)
     assert 900_000 - len(kernels) * 3 <= used <= 900_000
     weight_pes = -(-128 * 128 * 2 // (44e9 * 0.8 / 900_000))
-    assert plan.notes[-2].endswith(f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work") or \
-        any(n == f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work" for n in plan.notes)
+    assert plan.notes[-2].endswith(
+        f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work"
+    ) or any(
+        n == f"{3 * weight_pes / 900_000:.1%} of the PEs are sized by the weights they hold, the rest by work"
+        for n in plan.notes
+    )
 
 
 def _small_wafer():
@@ -191,17 +219,22 @@ def test_each_way_of_holding_the_weights_costed_by_hand_and_the_cheapest_chosen(
     assert plan.notes[-3] == (
         "weights streamed from MemoryX: 147 kB against 80.0 kB of usable SRAM a wafer; a pass costs "
         f"{format_seconds(costs['pipeline'])} in a pipeline of wafers, {format_seconds(costs['split'])} with each layer split, "
-        f"{format_seconds(costs['streamed'])} streamed (chosen: streamed)")
+        f"{format_seconds(costs['streamed'])} streamed (chosen: streamed)"
+    )
     assert [(g.kind, g.instance, g.repeats, g.label) for g in plan.groups if g.kind == "transfer"] == [
-        ("transfer", "main", 1, "row pipeline")]
+        ("transfer", "main", 1, "row pipeline")
+    ]
     assert {r.weight_bytes for r in plan.regions.values()} == {0}  # streamed: no region holds weights
 
 
-@pytest.mark.parametrize("chips,mode,transfer", [
-    (3, "split over 3 wafers, whole layers on each", ("wafer hop", 2)),
-    (4, "split over 4 wafers, each layer across all of them", ("layer exchange", 6)),
-    (128, "split over 128 wafers, each layer across all of them", ("layer exchange", 6)),
-])
+@pytest.mark.parametrize(
+    "chips,mode,transfer",
+    [
+        (3, "split over 3 wafers, whole layers on each", ("wafer hop", 2)),
+        (4, "split over 4 wafers, each layer across all of them", ("layer exchange", 6)),
+        (128, "split over 128 wafers, each layer across all of them", ("layer exchange", 6)),
+    ],
+)
 def test_forced_wafer_counts_pipeline_up_to_the_layers_then_split_each_layer(chips, mode, transfer):
     """--chips 3: one layer a wafer, 2 hops a pass; 4 (more wafers than the 3 layers) or up to
     128 (the 128-column weight matrix, one column a wafer): each layer split, 2 exchanges a layer.

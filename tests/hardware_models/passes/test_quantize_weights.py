@@ -77,7 +77,8 @@ def test_a_transpose_of_a_weight_is_narrowed_and_the_matmul_reading_it_too():
         f"  %3 = stablehlo.add %1, %2 : tensor<4x16xbf16>\n"
         f"  %4 = stablehlo.convert %3 : (tensor<4x16xbf16>) -> {f}\n"
         f"  %5 = stablehlo.add %4, %f : {f}\n"
-        f"  return %5 : {f}\n}}\n")
+        f"  return %5 : {f}\n}}\n"
+    )
     q = quantize_weights(module, "f8E4M3FN")
     assert [t.dtype for _, t in q.main.args] == ["f8E4M3FN", "f8E4M3FN", "bf16", "f32"]
     transpose, dot, bcast, add = q.main.ops[:4]

@@ -18,19 +18,24 @@ def _layernorm_statistics(dtype: str):
     x, r, s = t((1024, 768), "f32"), t((1024,), dtype), t((), dtype)
     xd = t((1024, 768), dtype)
     loc = 'loc(callsite("/venv/lib/site-packages/torch/nn/modules/normalization.py":228 at "/home/me/layers.py":146))'
-    return program({"x": x}, [
-        f"%zero = stablehlo.constant dense<0.0> : {s}",
-        f"%n = stablehlo.constant dense<768.0> : {r}",
-        f"%0 = stablehlo.convert %x : ({x}) -> {xd} {loc}",
-        f"%1 = stablehlo.reduce(%0 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
-        f"%2 = stablehlo.divide %1, %n : {r} {loc}",
-        f"%3 = stablehlo.broadcast_in_dim %2, dims = [0] : ({r}) -> {xd} {loc}",
-        f"%4 = stablehlo.subtract %0, %3 : {xd} {loc}",
-        f"%5 = stablehlo.multiply %4, %4 : {xd} {loc}",
-        f"%6 = stablehlo.reduce(%5 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
-        f"%7 = stablehlo.divide %6, %n : {r} {loc}",
-        f"%8 = stablehlo.convert %7 : ({r}) -> {t((1024,), 'f32')} {loc}",
-    ], "%8", t((1024,), "f32"))
+    return program(
+        {"x": x},
+        [
+            f"%zero = stablehlo.constant dense<0.0> : {s}",
+            f"%n = stablehlo.constant dense<768.0> : {r}",
+            f"%0 = stablehlo.convert %x : ({x}) -> {xd} {loc}",
+            f"%1 = stablehlo.reduce(%0 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
+            f"%2 = stablehlo.divide %1, %n : {r} {loc}",
+            f"%3 = stablehlo.broadcast_in_dim %2, dims = [0] : ({r}) -> {xd} {loc}",
+            f"%4 = stablehlo.subtract %0, %3 : {xd} {loc}",
+            f"%5 = stablehlo.multiply %4, %4 : {xd} {loc}",
+            f"%6 = stablehlo.reduce(%5 init: %zero) applies stablehlo.add across dimensions = [1] : ({xd}, {s}) -> {r} {loc}",
+            f"%7 = stablehlo.divide %6, %n : {r} {loc}",
+            f"%8 = stablehlo.convert %7 : ({r}) -> {t((1024,), 'f32')} {loc}",
+        ],
+        "%8",
+        t((1024,), "f32"),
+    )
 
 
 def test_f64_layernorm_statistics_on_a_tpu_are_costed_as_double_f32_and_noted():
@@ -52,7 +57,10 @@ def test_f64_layernorm_statistics_on_a_tpu_are_costed_as_double_f32_and_noted():
 
 
 def test_strict_dtypes_refuses_f64_on_a_tpu_naming_the_op_and_what_to_do():
-    with pytest.raises(UnsupportedDtype, match=r"tpu-v5e has no f64 \(convert at layers.py:146; it runs bf16, f32, i8; f16 as f32\).*drop --strict-dtypes"):
+    with pytest.raises(
+        UnsupportedDtype,
+        match=r"tpu-v5e has no f64 \(convert at layers.py:146; it runs bf16, f32, i8; f16 as f32\).*drop --strict-dtypes",
+    ):
         compile_plan(_layernorm_statistics("f64"), get_target("tpu-v5e"), strict_dtypes=True)
     assert compile_plan(_layernorm_statistics("f64"), get_target("h100"), strict_dtypes=True).flop_factors == ()
 
@@ -94,11 +102,16 @@ def test_fp8_is_refused_on_an_a100_which_has_no_fp8():
 
 def test_f64_scalars_from_python_floats_are_noted_not_refused():
     s, v = t((), "f64"), t((4,), "f32")
-    module = program({"a": v, "s": s}, [
-        f"%0 = stablehlo.convert %s : ({s}) -> {t((), 'f32')}",
-        f"%1 = stablehlo.broadcast_in_dim %0, dims = [] : ({t((), 'f32')}) -> {v}",
-        f"%2 = stablehlo.multiply %a, %1 : {v}",
-    ], "%2", v)
+    module = program(
+        {"a": v, "s": s},
+        [
+            f"%0 = stablehlo.convert %s : ({s}) -> {t((), 'f32')}",
+            f"%1 = stablehlo.broadcast_in_dim %0, dims = [] : ({t((), 'f32')}) -> {v}",
+            f"%2 = stablehlo.multiply %a, %1 : {v}",
+        ],
+        "%2",
+        v,
+    )
     plan = compile_plan(module, get_target("tpu-v5e"))
     assert any("f64 scalars" in n for n in plan.notes)
 
@@ -114,11 +127,23 @@ def test_where_emulated_ops_come_from_by_source_line_then_scope_then_instance():
     def p(name, source="", scope="", instance="main"):
         return NS(op=NS(short_name=name, origin=Origin(scope=scope, source=source)), instance=instance)
 
-    ops = [p("convert", "a.py:1"), p("rsqrt", "a.py:1"), p("convert", "a.py:1"), p("add", scope="jit(f)/mlp"),
-           p("exp", instance="main/0:block"), p("tanh", "b.py:9")]
+    ops = [
+        p("convert", "a.py:1"),
+        p("rsqrt", "a.py:1"),
+        p("convert", "a.py:1"),
+        p("add", scope="jit(f)/mlp"),
+        p("exp", instance="main/0:block"),
+        p("tanh", "b.py:9"),
+    ]
     assert _sites(ops) == "at a.py:1: convert, rsqrt; at jit(f)/mlp: add; at main/0:block: exp; and 1 more lines"
-    assert _sites(ops, shown=4) == "at a.py:1: convert, rsqrt; at jit(f)/mlp: add; at main/0:block: exp; at b.py:9: tanh"
-    assert _where(ops[0]) == "convert at a.py:1" and _where(ops[3]) == "add at jit(f)/mlp" and _where(ops[4]) == "exp at main/0:block"
+    assert (
+        _sites(ops, shown=4) == "at a.py:1: convert, rsqrt; at jit(f)/mlp: add; at main/0:block: exp; at b.py:9: tanh"
+    )
+    assert (
+        _where(ops[0]) == "convert at a.py:1"
+        and _where(ops[3]) == "add at jit(f)/mlp"
+        and _where(ops[4]) == "exp at main/0:block"
+    )
     assert _where(p("dot", "c.py:2", "jit(g)")) == "dot at c.py:2"
 
 
@@ -132,6 +157,11 @@ def test_a_strict_refusal_lists_what_the_target_runs_natively_and_as_what():
     assert f"(add at a.py:1; it runs {', '.join(lpu.native_dtypes)}; bf16 as f16)" in text
     assert text.endswith("it is costed as double-f32: drop --strict-dtypes, or lower the program without f64")
     plain = str(StrictDtype(h100, "f64", "x", (), "y"))
-    assert f"it runs {', '.join(h100.native_dtypes)})" in plain and " as " not in plain.split("it runs")[1].split(")")[0]
+    assert (
+        f"it runs {', '.join(h100.native_dtypes)})" in plain and " as " not in plain.split("it runs")[1].split(")")[0]
+    )
     runs_as, ops, described = emulation("f64", lpu)
-    assert (runs_as, described) == ("f64", f"double-f32 (pairs of f32: 8 bytes an element, {ops} f32 operations an operation, assumed)")
+    assert (runs_as, described) == (
+        "f64",
+        f"double-f32 (pairs of f32: 8 bytes an element, {ops} f32 operations an operation, assumed)",
+    )

@@ -12,7 +12,13 @@ from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from reference.ir import parse_stablehlo
 
-A, S, T, R, W = "tensor<1024x640xf16>", "tensor<1024x320xf16>", "tensor<320x1024xf16>", "tensor<320xf16>", "tensor<320x320xf16>"
+A, S, T, R, W = (
+    "tensor<1024x640xf16>",
+    "tensor<1024x320xf16>",
+    "tensor<320x1024xf16>",
+    "tensor<320xf16>",
+    "tensor<320x320xf16>",
+)
 
 
 def _program(dot_type: str = "f16", extra: str = ""):
@@ -27,15 +33,22 @@ def _program(dot_type: str = "f16", extra: str = ""):
         f"  %1 = stablehlo.exponential %0 : {S}\n"
         f"  %2 = stablehlo.transpose %1, dims = [1, 0] : ({S}) -> {T}\n"
         f"  %3 = stablehlo.reduce(%2 init: %z) applies stablehlo.add across dimensions = [1] : ({T}, tensor<f16>) -> {R}\n"
-        + convert + extra +
-        f"  %4 = stablehlo.dot_general {lhs}, %w, contracting_dims = [1] x [0] : ({s_dot}, {w}) -> {s_dot}\n"
-        f"  return %3, %4 : {R}, {s_dot}\n}}\n")
+        + convert
+        + extra
+        + f"  %4 = stablehlo.dot_general {lhs}, %w, contracting_dims = [1] x [0] : ({s_dot}, {w}) -> {s_dot}\n"
+        f"  return %3, %4 : {R}, {s_dot}\n}}\n"
+    )
 
 
 def _target():
-    return get_target("groq-lpu").with_overrides({
-        "schedule.mem_latency_cycles": 7, "schedule.vxm_latency_cycles": 11,
-        "schedule.sxm_latency_cycles": 13, "schedule.mxm_latency_cycles": 17})
+    return get_target("groq-lpu").with_overrides(
+        {
+            "schedule.mem_latency_cycles": 7,
+            "schedule.vxm_latency_cycles": 11,
+            "schedule.sxm_latency_cycles": 13,
+            "schedule.mxm_latency_cycles": 17,
+        }
+    )
 
 
 def test_start_and_finish_cycles_of_five_units_by_hand():
@@ -51,8 +64,13 @@ def test_start_and_finish_cycles_of_five_units_by_hand():
     plan = compile_plan(_program(), _target())
     slots = [plan.schedule[g.id] for g in plan.groups]
     got = [(s.unit, s.start, s.finish, s.busy, s.increment) for s in slots]
-    assert got == [("MEM", 0, 15, 15, 15), ("VXM", 25, 89, 64, 74), ("SXM", 63, 575, 512, 486),
-                   ("VXM", 593, 657, 64, 82), ("MXM", 113, 1117, 1004, 460)]
+    assert got == [
+        ("MEM", 0, 15, 15, 15),
+        ("VXM", 25, 89, 64, 74),
+        ("SXM", 63, 575, 512, 486),
+        ("VXM", 593, 657, 64, 82),
+        ("MXM", 113, 1117, 1004, 460),
+    ]
     assert [s.feed for s in slots] == [15, 15, 15, 8, 18]
     assert slots[4].padded_flops == 2 * 1024 * 320 * 320
     assert sum(s.increment for s in slots) == max(s.finish for s in slots)
@@ -104,7 +122,12 @@ def test_lpu_bytes_and_times_per_op_by_hand():
     est = estimate(module, target, plan=plan)
     V = 1024 * 320 * 2
     assert [dict(g.cost.bytes) for g in est.groups] == [
-        {"sram": 2 * V}, {"sram": 2 * V}, {"sram": 2 * V}, {"sram": V + 640 + 2}, {"sram": V + 320 * 320 * 2 + V}]
+        {"sram": 2 * V},
+        {"sram": 2 * V},
+        {"sram": 2 * V},
+        {"sram": V + 640 + 2},
+        {"sram": V + 320 * 320 * 2 + V},
+    ]
     for g in est.groups:
         slot = plan.schedule[g.group]
         assert g.cost.time_s == pytest.approx(slot.increment / 9e8, rel=1e-12)

@@ -51,25 +51,31 @@ def test_more_chips_shorten_the_matmul():
     assert matmul(eight) < matmul(two) / 3
 
 
-@pytest.mark.parametrize("needed,cache,kv,chips,expected", [
-    (100, 0, 0, 4, 25),            # no cache: an even share, rounded up
-    (101, 0, 0, 4, 26),
-    (100, 60, 8, 4, 10 + 15),      # the rest split 4 ways, the cache 2 of its 8 KV heads a chip
-    (100, 60, 8, 16, 3 + 8),       # more chips than KV heads: one head each, 60 / 8 rounded up
-])
+@pytest.mark.parametrize(
+    "needed,cache,kv,chips,expected",
+    [
+        (100, 0, 0, 4, 25),  # no cache: an even share, rounded up
+        (101, 0, 0, 4, 26),
+        (100, 60, 8, 4, 10 + 15),  # the rest split 4 ways, the cache 2 of its 8 KV heads a chip
+        (100, 60, 8, 16, 3 + 8),  # more chips than KV heads: one head each, 60 / 8 rounded up
+    ],
+)
 def test_per_chip_bytes_by_hand(needed, cache, kv, chips, expected):
     from hardware_models.passes.shard_tensor_parallel import per_chip_bytes
 
     assert per_chip_bytes(needed, cache, kv, chips) == expected
 
 
-@pytest.mark.parametrize("needed,cache,kv,whole,expected", [
-    (100, 0, 0, 30, 4),      # ceil(100 / 30) = 4 chips, already a power of two
-    (100, 0, 0, 40, 4),      # 3, rounded up to a power of two
-    (100, 0, 0, 100, 1),
-    (100, 100, 5, 30, 8),    # 4 chips hold 2 of the 5 KV heads each, 40 B: doubled to 8, one head each
-    (100, 80, 2, 30, None),  # one KV head's 40 B alone exceeds a chip: no count can hold it
-])
+@pytest.mark.parametrize(
+    "needed,cache,kv,whole,expected",
+    [
+        (100, 0, 0, 30, 4),  # ceil(100 / 30) = 4 chips, already a power of two
+        (100, 0, 0, 40, 4),  # 3, rounded up to a power of two
+        (100, 0, 0, 100, 1),
+        (100, 100, 5, 30, 8),  # 4 chips hold 2 of the 5 KV heads each, 40 B: doubled to 8, one head each
+        (100, 80, 2, 30, None),  # one KV head's 40 B alone exceeds a chip: no count can hold it
+    ],
+)
 def test_fewest_chips_by_hand(needed, cache, kv, whole, expected):
     from hardware_models.passes.shard_tensor_parallel import fewest_chips
 
@@ -85,7 +91,13 @@ def test_a_regional_block_over_two_chips_adds_two_all_reduces_a_layer(target_nam
     plan = compile_plan(_regional(3), get_target(target_name), chips=2)
     kernels = [g for g in plan.groups if g.kind != "transfer"]
     (reduces,) = [g for g in plan.groups if g.kind == "transfer"]
-    assert (reduces.id, reduces.members, reduces.instance, reduces.repeats, reduces.label) == (len(kernels), (), "main", 6, "all-reduce")
+    assert (reduces.id, reduces.members, reduces.instance, reduces.repeats, reduces.label) == (
+        len(kernels),
+        (),
+        "main",
+        6,
+        "all-reduce",
+    )
     p = plan.partition
     assert (p.chips, p.tensor_parallel, p.mode, p.hidden_bytes, p.layers) == (2, 2, "tensor parallel", 16_384, 3)
     assert any(n.endswith("tensor parallel over 2 chips, 6 all-reduces of 16.4 kB") for n in plan.notes)

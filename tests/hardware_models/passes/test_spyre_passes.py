@@ -17,11 +17,16 @@ def _q_kt(seq: int, head: int):
     """scores = q @ k^T with k computed by a kernel first (as RoPE does), then read transposed."""
     q, k, s = t((seq, head), "f16"), t((seq, head), "f16"), t((seq, seq), "f16")
     kt = t((head, seq), "f16")
-    return program({"q": q, "k": k}, [
-        f"%0 = stablehlo.negate %k : {k}",
-        f"%1 = stablehlo.transpose %0, dims = [1, 0] : ({k}) -> {kt}",
-        f"%2 = stablehlo.dot_general %q, %1, contracting_dims = [1] x [0] : ({q}, {kt}) -> {s}",
-    ], "%2", s)
+    return program(
+        {"q": q, "k": k},
+        [
+            f"%0 = stablehlo.negate %k : {k}",
+            f"%1 = stablehlo.transpose %0, dims = [1, 0] : ({k}) -> {kt}",
+            f"%2 = stablehlo.dot_general %q, %1, contracting_dims = [1] x [0] : ({q}, {kt}) -> {s}",
+        ],
+        "%2",
+        s,
+    )
 
 
 def test_k_read_transposed_by_a_matmul_is_restickified_but_a_weight_is_not():
@@ -29,7 +34,12 @@ def test_k_read_transposed_by_a_matmul_is_restickified_but_a_weight_is_not():
     negate = next(p for p in plan.ops if p.op.short_name == "negate")
     assert [r.value for r in plan.restickify if r.kind == "operand"] == list(negate.results)  # k, made by a kernel
     q, w, y = t((128, 64), "f16"), t((64, 256), "f16"), t((128, 256), "f16")
-    weights = program({"q": q, "w": w}, [f"%0 = stablehlo.dot_general %q, %w, contracting_dims = [1] x [0] : ({q}, {w}) -> {y}"], "%0", y)
+    weights = program(
+        {"q": q, "w": w},
+        [f"%0 = stablehlo.dot_general %q, %w, contracting_dims = [1] x [0] : ({q}, {w}) -> {y}"],
+        "%0",
+        y,
+    )
     assert compile_plan(weights, SPYRE).restickify == ()
 
 
@@ -56,17 +66,25 @@ def test_work_divides_into_whole_units_over_at_most_32_cores():
     plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE)
     (division,) = plan.divisions.values()
     assert (division.units, division.cores, division.per_core) == (33, 32, 2)
-    small = compile_plan(program({"a": t((5, 64), "f16")}, [f"%0 = stablehlo.negate %a : {t((5, 64), 'f16')}"], "%0", t((5, 64), "f16")), SPYRE)
+    small = compile_plan(
+        program({"a": t((5, 64), "f16")}, [f"%0 = stablehlo.negate %a : {t((5, 64), 'f16')}"], "%0", t((5, 64), "f16")),
+        SPYRE,
+    )
     assert next(iter(small.divisions.values())).cores == 5
 
 
 def test_an_intermediate_that_fits_stays_in_the_scratchpad_and_one_that_does_not_spills():
     def chain(n):
         x, w, y = t((n, n), "f16"), t((n, n), "f16"), t((n, n), "f16")
-        return program({"x": x, "w": w}, [
-            f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
-            f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({y}, {w}) -> {y}",
-        ], "%1", y)
+        return program(
+            {"x": x, "w": w},
+            [
+                f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {w}) -> {y}",
+                f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({y}, {w}) -> {y}",
+            ],
+            "%1",
+            y,
+        )
 
     small = compile_plan(chain(256), SPYRE)  # 128 KiB: 4 KiB per core
     first, second = (small.placements[g.id] for g in small.groups)
@@ -80,23 +98,32 @@ def _diamond(n):
     """%0 = x @ w; %1 = %0 @ w; %2 = %1 + %0: %0 is read twice, so it must stay (or spill) across
     the second matmul."""
     x = t((n, n), "f16")
-    return program({"x": x, "w": x}, [
-        f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
-        f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
-        f"%2 = stablehlo.add %1, %0 : {x}",
-    ], "%2", x)
+    return program(
+        {"x": x, "w": x},
+        [
+            f"%0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
+            f"%1 = stablehlo.dot_general %0, %w, contracting_dims = [1] x [0] : ({x}, {x}) -> {x}",
+            f"%2 = stablehlo.add %1, %0 : {x}",
+        ],
+        "%2",
+        x,
+    )
 
 
 def test_scratchpad_bytes_of_each_kernel_by_hand_when_everything_fits():
     """256 x 256 f16, V = 131,072 B a value (whole sticks). g0 reads x and w from LPDDR5 (2V) and
-    keeps %0 in LX; g1 reads w (V), keeps %1 beside %0; g2 reads both from LX and writes the
-    result (V). LX carries every operand and result: 3V, 3V, 3V. g1's w may load while g0 computes
-(prefetchable, fire_kernels); the first kernel has none before it."""
+        keeps %0 in LX; g1 reads w (V), keeps %1 beside %0; g2 reads both from LX and writes the
+        result (V). LX carries every operand and result: 3V, 3V, 3V. g1's w may load while g0 computes
+    (prefetchable, fire_kernels); the first kernel has none before it."""
     V = 256 * 256 * 2
     plan = compile_plan(_diamond(256), SPYRE)
     got = [(dict(p.bytes), dict(p.split), len(p.resident_inputs)) for p in (plan.placements[g.id] for g in plan.groups)]
     assert got == [
-        ({"lpddr5": 2 * V, "lx": 3 * V}, {"read": 2 * V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": 0}, 0),
+        (
+            {"lpddr5": 2 * V, "lx": 3 * V},
+            {"read": 2 * V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": 0},
+            0,
+        ),
         ({"lpddr5": V, "lx": 3 * V}, {"read": V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": V}, 1),
         ({"lpddr5": V, "lx": 3 * V}, {"read": 0, "write": V, "spilled": 0, "restickify": 0, "prefetchable": 0}, 2),
     ]
@@ -123,8 +150,9 @@ def test_a_value_read_in_part_moves_its_share_of_its_padded_bytes():
     """A slice of half the rows of a 64 x 130 f16 argument reads half its stick-padded bytes:
     130 elements take 3 sticks a row, 64 x 3 x 128 B padded, half of it read."""
     a, h = t((64, 130), "f16"), t((32, 130), "f16")
-    module = program({"a": a}, [f"%0 = stablehlo.slice %a [0:32, 0:130] : ({a}) -> {h}",
-                                f"%1 = stablehlo.negate %0 : {h}"], "%1", h)
+    module = program(
+        {"a": a}, [f"%0 = stablehlo.slice %a [0:32, 0:130] : ({a}) -> {h}", f"%1 = stablehlo.negate %0 : {h}"], "%1", h
+    )
     plan = compile_plan(module, SPYRE)
     (g,) = [g for g in plan.groups if g.kind != "transfer"]
     split = dict(plan.placements[g.id].split)
@@ -140,9 +168,12 @@ def test_the_dataflow_edges_between_kernels_and_where_each_input_waits(n, spille
     sticks = n * n // 64
     x, w, h0, h1 = "main%arg0", "main%arg1", "main%2", "main%3"
     assert [(e.producer, e.consumer, e.value, e.sticks, e.where) for e in plan.dataflow] == [
-        (-1, 0, x, sticks, "lpddr5"), (-1, 0, w, sticks, "lpddr5"),
-        (0, 1, h0, sticks, "lx"), (-1, 1, w, sticks, "lpddr5"),
-        (1, 2, h1, sticks, spilled_where), (0, 2, h0, sticks, "lx"),
+        (-1, 0, x, sticks, "lpddr5"),
+        (-1, 0, w, sticks, "lpddr5"),
+        (0, 1, h0, sticks, "lx"),
+        (-1, 1, w, sticks, "lpddr5"),
+        (1, 2, h1, sticks, spilled_where),
+        (0, 2, h0, sticks, "lx"),
     ]
     assert [plan.divisions[g.id].cores for g in plan.groups] == [32, 32, 32]
     assert plan.divisions[plan.groups[2].id].units == sticks
@@ -158,12 +189,17 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
     a, r, w = t((8, 64), "f16"), t((8, 4, 16), "f16"), t((8, 16, 5), "f16")
 
     def module(perm, tt):
-        return program({"a": a, "w": w}, [
-            f"%0 = stablehlo.exponential %a : {a}",
-            f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
-            f"%2 = stablehlo.transpose %1, dims = {perm} : ({r}) -> {tt}",
-            f"%3 = stablehlo.dot_general %2, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({tt}, {w}) -> {t((8, 4, 5), 'f16')}",
-        ], "%3", t((8, 4, 5), "f16"))
+        return program(
+            {"a": a, "w": w},
+            [
+                f"%0 = stablehlo.exponential %a : {a}",
+                f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
+                f"%2 = stablehlo.transpose %1, dims = {perm} : ({r}) -> {tt}",
+                f"%3 = stablehlo.dot_general %2, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({tt}, {w}) -> {t((8, 4, 5), 'f16')}",
+            ],
+            "%3",
+            t((8, 4, 5), "f16"),
+        )
 
     plan = compile_plan(module("[0, 2, 1]", t((8, 16, 4), "f16")), SPYRE)
     graph = plan.value_graph()
@@ -173,12 +209,22 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
     assert required_stick_dims(dot) == (1, 2)
     assert [r for r in plan.restickify if r.kind == "operand"] == []
     # the identity permutation leaves the stick on dimension 2 of [8, 4, 16]: the matmul contracts 1
-    wrong = compile_plan(program({"a": a, "w": t((8, 4, 5), "f16")}, [
-        f"%0 = stablehlo.exponential %a : {a}",
-        f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
-        f"%2 = stablehlo.dot_general %1, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({r}, {t((8, 4, 5), 'f16')}) -> {t((8, 16, 5), 'f16')}",
-    ], "%2", t((8, 16, 5), "f16")), SPYRE)
-    assert [(r.value, r.kind) for r in wrong.restickify] == [("main%2", "operand")]  # the root of the reshape: exp's result
+    wrong = compile_plan(
+        program(
+            {"a": a, "w": t((8, 4, 5), "f16")},
+            [
+                f"%0 = stablehlo.exponential %a : {a}",
+                f"%1 = stablehlo.reshape %0 : ({a}) -> {r}",
+                f"%2 = stablehlo.dot_general %1, %w, batching_dims = [0] x [0], contracting_dims = [1] x [1] : ({r}, {t((8, 4, 5), 'f16')}) -> {t((8, 16, 5), 'f16')}",
+            ],
+            "%2",
+            t((8, 16, 5), "f16"),
+        ),
+        SPYRE,
+    )
+    assert [(r.value, r.kind) for r in wrong.restickify] == [
+        ("main%2", "operand")
+    ]  # the root of the reshape: exp's result
 
 
 def test_required_stick_dims_of_each_dot_form():
@@ -188,8 +234,14 @@ def test_required_stick_dims_of_each_dot_form():
     from reference.ir.graph import DotDims, Op, TensorType
 
     def dot(lhs, rhs, dims):
-        return Op("stablehlo.dot_general", ("%0",), (TensorType((1,), "f16"),), ("%a", "%b"),
-                  (TensorType(lhs, "f16"), TensorType(rhs, "f16")), attrs=(("dot_dimension_numbers", dims),) if dims else ())
+        return Op(
+            "stablehlo.dot_general",
+            ("%0",),
+            (TensorType((1,), "f16"),),
+            ("%a", "%b"),
+            (TensorType(lhs, "f16"), TensorType(rhs, "f16")),
+            attrs=(("dot_dimension_numbers", dims),) if dims else (),
+        )
 
     assert required_stick_dims(dot((2, 3, 4), (2, 4, 5), DotDims((0,), (0,), (2,), (1,)))) == (2, 2)
     assert required_stick_dims(dot((2, 3, 4), (2, 6, 4), DotDims((0,), (0,), (2,), (2,)))) == (2, 1)

@@ -47,7 +47,12 @@ def test_padding_waste_is_reported():
 
 def test_every_tensor_between_kernels_gets_a_layout():
     v = t((65,), "f16")
-    module = program({"a": v}, [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.transpose %0, dims = [0] : ({v}) -> {v}"], "%1", v)
+    module = program(
+        {"a": v},
+        [f"%0 = stablehlo.negate %a : {v}", f"%1 = stablehlo.transpose %0, dims = [0] : ({v}) -> {v}"],
+        "%1",
+        v,
+    )
     plan = compile_plan(module, SPYRE, stop_after="stickify")
     assert all(layout.sticks == 2 for layout in plan.layouts.values()) and len(plan.layouts) == 2
 

@@ -31,22 +31,34 @@ def toy_cost(module, plan, group, target) -> Cost:
     peak = target["peak.flop_per_s"]
     main = target.main_memory_level
     memory_s = {main: placement.at(main) / target.main_memory_bytes_per_s}
-    return roofline_cost(flops, padded, flops / peak, dict(placement.bytes), memory_s, padded / peak, target["schedule.launch_s"])
+    return roofline_cost(
+        flops, padded, flops / peak, dict(placement.bytes), memory_s, padded / peak, target["schedule.launch_s"]
+    )
 
 
-TOY = register(Family(
-    name="toy", vendor="Example", noun="vector chip", representative="toy",
-    schema={"peak": ("flop_per_s",), "schedule": ("launch_s",), "interconnect": ("host_bytes_per_s",), "host": ("flop_per_s",)},
-    levels={"dram": ("bytes", "bytes_per_s", "usable_fraction"), "cache": ("bytes", "resident_fraction")},
-    pipeline=(
-        resolve_dtypes,  # first because a type the target lacks is an error before any work
-        assign_groups,
-        pad_to_tiles,  # after assign_groups because only contraction groups are tiled
-        place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
-    ),
-    group_cost=toy_cost,
-    ceilings=lambda t: ({"vector": t["peak.flop_per_s"]}, {"DRAM": t.main_memory_bytes_per_s}),
-    peak_16bit=lambda t: t["peak.flop_per_s"],
-    off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),
-    tiling=toy_tiling,
-))
+TOY = register(
+    Family(
+        name="toy",
+        vendor="Example",
+        noun="vector chip",
+        representative="toy",
+        schema={
+            "peak": ("flop_per_s",),
+            "schedule": ("launch_s",),
+            "interconnect": ("host_bytes_per_s",),
+            "host": ("flop_per_s",),
+        },
+        levels={"dram": ("bytes", "bytes_per_s", "usable_fraction"), "cache": ("bytes", "resident_fraction")},
+        pipeline=(
+            resolve_dtypes,  # first because a type the target lacks is an error before any work
+            assign_groups,
+            pad_to_tiles,  # after assign_groups because only contraction groups are tiled
+            place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
+        ),
+        group_cost=toy_cost,
+        ceilings=lambda t: ({"vector": t["peak.flop_per_s"]}, {"DRAM": t.main_memory_bytes_per_s}),
+        peak_16bit=lambda t: t["peak.flop_per_s"],
+        off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),
+        tiling=toy_tiling,
+    )
+)

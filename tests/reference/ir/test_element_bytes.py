@@ -17,7 +17,9 @@ def _program(element: str) -> str:
 }}"""
 
 
-@pytest.mark.parametrize(("dtype", "width"), [("f32", 4), ("bf16", 2), ("f8E4M3FN", 1), ("i64", 8), ("complex<f32>", 8)])
+@pytest.mark.parametrize(
+    ("dtype", "width"), [("f32", 4), ("bf16", 2), ("f8E4M3FN", 1), ("i64", 8), ("complex<f32>", 8)]
+)
 def test_a_known_type_has_its_ieee_or_mlir_width(dtype, width):
     assert element_bytes(dtype) == width
     assert TensorType((3, 5), dtype).nbytes == 15 * width

@@ -118,8 +118,10 @@ def test_verify_checks_every_calls_argument_types_against_its_callee():
 def _bool_constant(literal: str, shape: tuple[int, ...]):
     """The constant's elements, as the importer keeps them (a bool splat too: Op.data)."""
     dims = "x".join(map(str, shape)) + "x" if shape else ""
-    text = (f"func.func @main() -> tensor<{dims}i1> {{\n  %0 = stablehlo.constant dense<{literal}> : tensor<{dims}i1>\n"
-            f"  return %0 : tensor<{dims}i1>\n}}")
+    text = (
+        f"func.func @main() -> tensor<{dims}i1> {{\n  %0 = stablehlo.constant dense<{literal}> : tensor<{dims}i1>\n"
+        f"  return %0 : tensor<{dims}i1>\n}}"
+    )
     (op,) = [o for o in parse_stablehlo(text).main.ops if o.short_name == "constant"]
     return op.data
 

@@ -48,12 +48,16 @@ def test_agrees_with_stablehlo_eval_module(name, side):
     # takes under StableHLO's name
     text = lowering.stages["stablehlo"].replace("arith.constant", "stablehlo.constant")
     if "chlo." in text:
-        pytest.skip(f"{name} on {side} uses chlo ops (erf, square, top_k), which eval_module does not run; "
-                    "the other side's program and test_interpret_matches_eager cover it")
+        pytest.skip(
+            f"{name} on {side} uses chlo ops (erf, square, top_k), which eval_module does not run; "
+            "the other side's program and test_interpret_matches_eager cover it"
+        )
     from reference.tolerance import CROSS_SIDE_FACTOR, tolerance_for
 
     entry = CATALOGUE[name]
-    bound = CROSS_SIDE_FACTOR * tolerance_for("float32", entry.reduction(entry.resolve({})) if entry.reduction else 0).bound(1.0)
+    bound = CROSS_SIDE_FACTOR * tolerance_for(
+        "float32", entry.reduction(entry.resolve({})) if entry.reduction else 0
+    ).bound(1.0)
     args = seeded_arguments(lowering.module)
     ours = run_module(lowering.module, args)
     with make_context() as _:
@@ -68,7 +72,11 @@ def test_every_entry_has_a_side_eval_module_runs():
     """The chlo skip above leaves every entry checked on at least one side."""
     from landscape.serving import lower_named
 
-    unchecked = [n for n in KERNELS if all("chlo." in lower_named(n, s, {}, "float32").stages["stablehlo"] for s in ("torch", "jax"))]
+    unchecked = [
+        n
+        for n in KERNELS
+        if all("chlo." in lower_named(n, s, {}, "float32").stages["stablehlo"] for s in ("torch", "jax"))
+    ]
     assert unchecked == []
 
 
@@ -111,9 +119,14 @@ def _jax_cases():
         "sort descending": (lambda x: -jnp.sort(-x, axis=1), [(3, 65)]),
         "top_k": (lambda x: lax.top_k(x, 4)[0], [(2, 63)]),
         "argmax": (lambda x: jnp.argmax(x, axis=-1).astype(jnp.int32), [(4, 129)]),
-        "dynamic_update_slice": (lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)), [(9, 6), (3, 2), ("i32", (), 8)]),
-        "integer divide and remainder": (lambda a, b: (a // b, a % b, lax.div(a, b), lax.rem(a, b)),
-                                         [("i32", (65,), 9, -9), ("i32", (65,), 4, 1)]),
+        "dynamic_update_slice": (
+            lambda x, u, i: lax.dynamic_update_slice(x, u, (i, 1)),
+            [(9, 6), (3, 2), ("i32", (), 8)],
+        ),
+        "integer divide and remainder": (
+            lambda a, b: (a // b, a % b, lax.div(a, b), lax.rem(a, b)),
+            [("i32", (65,), 9, -9), ("i32", (65,), 4, 1)],
+        ),
         "float to int truncates": (lambda x: x.astype(jnp.int32), [(63,)]),
         "cumulative max by reduce": (lambda x: jnp.max(x, axis=0) - jnp.min(x, axis=1).sum(), [(1, 129)]),
         "reverse, iota, clamp": (lambda x: jnp.clip(jnp.flip(x, 0) + jnp.arange(65.0), -1, 30), [(65,)]),
@@ -153,7 +166,7 @@ def test_ops_match_jax(case):
         if b.dtype.kind in "iub":
             assert np.array_equal(a, b), case
         else:
-            assert _relative(a, b) <= 8 * 2.0 ** -8 if b.dtype == ml_dtypes.bfloat16 else _relative(a, b) <= 1e-6, case
+            assert _relative(a, b) <= 8 * 2.0**-8 if b.dtype == ml_dtypes.bfloat16 else _relative(a, b) <= 1e-6, case
 
 
 def test_refuses_opaque_ops_by_name():
@@ -161,8 +174,10 @@ def test_refuses_opaque_ops_by_name():
     from reference.ir import parse_stablehlo
     from reference.ir.interpret import CannotInterpret, run_module
 
-    module = parse_stablehlo('func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n'
-                             '  %0 = "foo.bar"(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}')
+    module = parse_stablehlo(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        '  %0 = "foo.bar"(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  return %0 : tensor<4xf32>\n}'
+    )
     with pytest.raises(CannotInterpret, match="foo.bar"):
         run_module(module, [np.zeros(4, np.float32)])
     with pytest.raises(CannotInterpret, match="takes 1 arguments"):
@@ -178,18 +193,22 @@ def test_batch_norm_ops_are_the_normalization_they_name(rows, d):
     from reference.ir.interpret import run_module
 
     x_t, f_t = f"tensor<1x{rows}x{d}xf32>", f"tensor<{rows}xf32>"
-    text = (f'func.func @main(%x: {x_t}, %s: {f_t}, %o: {f_t}) -> ({x_t}, {f_t}, {f_t}, {x_t}) {{\n'
-            f'  %0:3 = "stablehlo.batch_norm_training"(%x, %s, %o) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
-            f' : ({x_t}, {f_t}, {f_t}) -> ({x_t}, {f_t}, {f_t})\n'
-            f'  %1 = "stablehlo.batch_norm_inference"(%x, %s, %o, %0#1, %0#2) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
-            f' : ({x_t}, {f_t}, {f_t}, {f_t}, {f_t}) -> {x_t}\n'
-            f'  return %0#0, %0#1, %0#2, %1 : {x_t}, {f_t}, {f_t}, {x_t}\n}}')
+    text = (
+        f"func.func @main(%x: {x_t}, %s: {f_t}, %o: {f_t}) -> ({x_t}, {f_t}, {f_t}, {x_t}) {{\n"
+        f'  %0:3 = "stablehlo.batch_norm_training"(%x, %s, %o) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
+        f" : ({x_t}, {f_t}, {f_t}) -> ({x_t}, {f_t}, {f_t})\n"
+        f'  %1 = "stablehlo.batch_norm_inference"(%x, %s, %o, %0#1, %0#2) {{epsilon = 1.0e-05 : f32, feature_index = 1 : i64}}'
+        f" : ({x_t}, {f_t}, {f_t}, {f_t}, {f_t}) -> {x_t}\n"
+        f"  return %0#0, %0#1, %0#2, %1 : {x_t}, {f_t}, {f_t}, {x_t}\n}}"
+    )
     rng = np.random.default_rng(0)
     x = rng.normal(size=(1, rows, d)).astype(np.float32)
     scale, offset = rng.normal(size=rows).astype(np.float32), rng.normal(size=rows).astype(np.float32)
     out, mean, var, inferred = run_module(parse_stablehlo(text), [x, scale, offset])
     wide = x.astype(np.float64)
     m, v = wide.mean(axis=(0, 2)), wide.var(axis=(0, 2))
-    expected = (wide - m[None, :, None]) / np.sqrt(v[None, :, None] + 1e-5) * scale[None, :, None] + offset[None, :, None]
+    expected = (wide - m[None, :, None]) / np.sqrt(v[None, :, None] + 1e-5) * scale[None, :, None] + offset[
+        None, :, None
+    ]
     assert np.allclose(mean, m, atol=1e-6) and np.allclose(var, v, atol=1e-5)
     assert np.allclose(out, expected, atol=1e-4) and np.array_equal(out, inferred)

@@ -106,7 +106,9 @@ def test_oversized_file_is_refused_naming_its_size_and_the_cap(tmp_path):
     path = tmp_path / "big.mlir"
     with open(path, "wb") as f:
         f.truncate(MAX_INPUT_BYTES + 1)  # sparse: no disk used
-    with pytest.raises(MalformedInput, match=r"too large: 67,108,865 bytes \(64\.0 MiB\); the limit .* 67,108,864 bytes"):
+    with pytest.raises(
+        MalformedInput, match=r"too large: 67,108,865 bytes \(64\.0 MiB\); the limit .* 67,108,864 bytes"
+    ):
         read_stablehlo_file(path)
 
 
@@ -168,12 +170,17 @@ def test_call_chain_at_the_limit_is_accepted_and_counted():
 
 
 def test_call_chain_past_the_limit_names_the_deepest_function():
-    with pytest.raises(MalformedIR, match=rf"nest {MAX_NESTING + 1} deep below @main, over the limit of {MAX_NESTING}, at @f{MAX_NESTING}:"):
+    with pytest.raises(
+        MalformedIR,
+        match=rf"nest {MAX_NESTING + 1} deep below @main, over the limit of {MAX_NESTING}, at @f{MAX_NESTING}:",
+    ):
         parse_stablehlo(call_chain(MAX_NESTING + 1))
 
 
 def test_five_thousand_deep_call_chain_is_refused_without_recursion_error():
-    with pytest.raises(MalformedIR, match=r"nest 5000 deep below @main.*at @f64: @main -> @f0 -> @f1 -> \.\.\. \(4995 more\)"):
+    with pytest.raises(
+        MalformedIR, match=r"nest 5000 deep below @main.*at @f64: @main -> @f0 -> @f1 -> \.\.\. \(4995 more\)"
+    ):
         parse_stablehlo(call_chain(5000))
 
 
@@ -191,7 +198,9 @@ def test_brackets_too_deep_for_mlir_are_refused_before_it_parses(depth):
 
 
 def test_brackets_inside_strings_and_comments_do_not_count():
-    text = MATMUL.replace("return", '// ' + "(" * 1000 + '\n    "foo.x"() {s = "' + "[" * 1000 + '"} : () -> ()\n    return')
+    text = MATMUL.replace(
+        "return", "// " + "(" * 1000 + '\n    "foo.x"() {s = "' + "[" * 1000 + '"} : () -> ()\n    return'
+    )
     check_text(text)
     assert parse_stablehlo(text).main.ops[1].name == "foo.x"
 
@@ -202,7 +211,10 @@ def test_arrows_are_not_closing_brackets():
 
 def test_nesting_hidden_in_type_aliases_is_refused():
     aliases = ["!t0 = f32"] + [f"!t{i + 1} = tuple<!t{i}>" for i in range(2 * MAX_BRACKET_DEPTH)]
-    text = "\n".join(aliases) + f'\nmodule {{\n  func.func @main() {{\n    "foo.x"() : () -> !t{2 * MAX_BRACKET_DEPTH}\n    return\n  }}\n}}\n'
+    text = (
+        "\n".join(aliases)
+        + f'\nmodule {{\n  func.func @main() {{\n    "foo.x"() : () -> !t{2 * MAX_BRACKET_DEPTH}\n    return\n  }}\n}}\n'
+    )
     with pytest.raises(MalformedIR, match=rf"alias !t{MAX_BRACKET_DEPTH + 1} nests more than {MAX_BRACKET_DEPTH} deep"):
         parse_stablehlo(text)
 
@@ -210,16 +222,24 @@ def test_nesting_hidden_in_type_aliases_is_refused():
 def test_exponentially_expanding_location_aliases_are_refused():
     # Each alias uses the previous one twice: 40 lines would print as terabytes.
     aliases = ['#l0 = loc("x.py":1:1)'] + [f"#l{i + 1} = loc(callsite(#l{i} at #l{i}))" for i in range(40)]
-    text = 'module {\n  func.func @main() {\n    "foo.x"() : () -> () loc(#l40)\n    return\n  }\n}\n' + "\n".join(aliases) + "\n"
+    text = (
+        'module {\n  func.func @main() {\n    "foo.x"() : () -> () loc(#l40)\n    return\n  }\n}\n'
+        + "\n".join(aliases)
+        + "\n"
+    )
     with pytest.raises(MalformedIR, match=r"aliases expand the text to more than 268,435,456 bytes"):
         parse_stablehlo(text)
 
 
 def test_location_aliases_of_real_lowerings_are_accepted():
     aliases = ['#l0 = loc("model.py":1:1)'] + [f"#l{i + 1} = loc(callsite(#l{i} at #l0))" for i in range(30)]
-    text = MATMUL.replace("contracting_dims = [1] x [0]", "contracting_dims = [1] x [0]").replace(
-        "-> tensor<4x16xf32>\n", "-> tensor<4x16xf32> loc(#l30)\n", 1
-    ) + "\n".join(aliases) + "\n"
+    text = (
+        MATMUL.replace("contracting_dims = [1] x [0]", "contracting_dims = [1] x [0]").replace(
+            "-> tensor<4x16xf32>\n", "-> tensor<4x16xf32> loc(#l30)\n", 1
+        )
+        + "\n".join(aliases)
+        + "\n"
+    )
     assert parse_stablehlo(text).main.ops[0].origin.source == "model.py:1"
 
 
@@ -311,9 +331,18 @@ def test_while_trip_count_is_read_only_from_integer_counters(dtype, start, limit
             f"module {{\n  func.func private @ext(%x: {T}) -> {T}\n}}\n".replace("(%x: ", "("),
             "func @ext is a declaration without a body",
         ),
-        ("module {\n  func.func @main(%x: tensor<*xf32>) -> tensor<*xf32> {\n    return %x : tensor<*xf32>\n  }\n}\n", "unranked tensor"),
-        ("module {\n  func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n    return %x : tensor<?xf32>\n  }\n}\n", "dynamic shape"),
-        ('module {\n  func.func @main() {\n    "foo.br"()[^bb1] : () -> ()\n  ^bb1:\n    return\n  }\n}\n', "func @main has 2 blocks"),
+        (
+            "module {\n  func.func @main(%x: tensor<*xf32>) -> tensor<*xf32> {\n    return %x : tensor<*xf32>\n  }\n}\n",
+            "unranked tensor",
+        ),
+        (
+            "module {\n  func.func @main(%x: tensor<?xf32>) -> tensor<?xf32> {\n    return %x : tensor<?xf32>\n  }\n}\n",
+            "dynamic shape",
+        ),
+        (
+            'module {\n  func.func @main() {\n    "foo.br"()[^bb1] : () -> ()\n  ^bb1:\n    return\n  }\n}\n',
+            "func @main has 2 blocks",
+        ),
     ],
     ids=["declaration", "unranked", "dynamic", "blocks"],
 )
