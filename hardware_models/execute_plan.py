@@ -38,7 +38,8 @@ from hardware_models.passes.allocate_sram import sram_slots
 from hardware_models.plan import Plan, ceil_div
 from hardware_models.target import Target
 from reference.ir import Module, Op
-from reference.ir.interpret import Interpreter, as_matmul, as_type, numpy_type
+from reference.ir.interpret import Interpreter, as_type, numpy_type
+from reference.ir.interpret_ops import as_matmul
 
 RUNGS = ("R4", "R5", "R6", "R7")
 LEVEL = {rung: i for i, rung in enumerate(RUNGS, start=4)}

@@ -39,9 +39,8 @@ from hardware_models.host_calibration import (
     conv_shape,
     fit,
     plan_rows,
-    rows_csv,
-    target_toml,
 )
+from hardware_models.host_files import rows_csv, target_toml
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3  # a JAX block: long enough that the clock's resolution does not matter

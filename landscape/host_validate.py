@@ -234,7 +234,7 @@ def drift(target, min_run_s: float = MIN_RUN_S) -> dict[str, float]:
     by tens of percent within minutes; every prediction moves with it."""
     from pathlib import Path
 
-    from hardware_models.host_calibration import read_rows
+    from hardware_models.host_files import read_rows
     from landscape.host_measure import measure_rows
 
     path = Path(target.path).with_suffix(".csv")

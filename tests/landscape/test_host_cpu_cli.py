@@ -100,7 +100,7 @@ def test_drift_is_not_measured_for_a_target_file_without_rows_beside_it(tmp_path
 @pytest.mark.torch
 @pytest.mark.jax
 def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, capfd):
-    from hardware_models.host_calibration import read_rows, refit
+    from hardware_models.host_files import read_rows, refit
     from hardware_models.target import load_target_file
 
     assert main(["calibrate", "host-cpu", "--out", str(tmp_path), "--min-run-s", "0.01", "--json"]) == 0

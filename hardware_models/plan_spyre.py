@@ -1,0 +1,90 @@
+"""The plan records of the stick-based device (Spyre): a tensor's stick layout, a kernel's work over
+the cores, a re-layout the compiler inserts, and a tensor between two kernels of the dataflow
+graph. `Plan` holds them (hardware_models/plan.py); the Spyre passes decide them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from hardware_models.tiles import ceil_div
+
+
+@dataclass(frozen=True)
+class StickLayout:
+    """A tensor on a stick-based device (Spyre): the stick dimension padded to whole sticks.
+
+    The stick dimension's extent is rounded up to whole sticks here, once (ceil_div), and every
+    byte count reads `sticks` and `padded_bytes`: fp16 (65,) occupies 2 sticks of 64.
+    """
+
+    shape: tuple[int, ...]
+    stick_dim: int
+    elements_per_stick: int
+    stick_bytes: int
+
+    @property
+    def sticks_along(self) -> int:
+        return ceil_div(self.shape[self.stick_dim], self.elements_per_stick) if self.shape else 1
+
+    @property
+    def sticks(self) -> int:
+        outer = math.prod(s for d, s in enumerate(self.shape) if d != self.stick_dim)
+        return outer * self.sticks_along
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        """(other dims..., sticks along the stick dim, elements per stick); the device's order of
+        the outer dims is not modelled, their product is."""
+        outer = tuple(s for d, s in enumerate(self.shape) if d != self.stick_dim)
+        return (*outer, self.sticks_along, self.elements_per_stick)
+
+    @property
+    def padded_bytes(self) -> int:
+        return self.sticks * self.stick_bytes
+
+    @property
+    def data_bytes(self) -> int:
+        """The elements themselves, at the width they run as on the device."""
+        return math.prod(self.shape) * (self.stick_bytes // self.elements_per_stick)
+
+
+@dataclass(frozen=True)
+class WorkDivision:
+    """A kernel's work split over cores: `units` (row passes x output sticks) over `cores`."""
+
+    units: int
+    cores: int
+
+    @property
+    def per_core(self) -> int:
+        return ceil_div(self.units, self.cores)
+
+    @property
+    def balance(self) -> float:
+        """units / (cores x per_core): below 1 when the last round leaves cores idle."""
+        return self.units / (self.cores * self.per_core)
+
+
+@dataclass(frozen=True)
+class Restickify:
+    """A stick re-layout on a stick-based device (insert_restickify): `value` is re-laid out
+    before group `group` reads it ("operand": a matmul operand sticked on the wrong dimension,
+    2 x its bytes through LPDDR5 at the restickify rate), or the whole kernel is one ("kernel":
+    a transpose, which the hardware runs as a restickify)."""
+
+    group: int
+    value: str
+    kind: str = "operand"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A tensor between two kernels of a dataflow graph (fire_kernels): `producer` is a group id,
+    or -1 for a program argument; `where` it waits for the consumer ("lx" or "lpddr5")."""
+
+    producer: int
+    consumer: int
+    value: str
+    sticks: int
+    where: str
