@@ -115,7 +115,7 @@ $(PEERS_LOAD_STAMP):
 	$(PEERS_LOAD_VENV)/bin/python -m pip install --quiet --disable-pip-version-check aiconfigurator==0.12.0
 	touch $(PEERS_LOAD_STAMP)
 
-# aiconfigurator on the in-flight-batching rows, then the page and the README table regenerated.
+# aiconfigurator on the in-flight-batching rows, then the pages and the benchmarks table regenerated.
 peers-load: $(PEERS_LOAD_STAMP) setup
 	$(PEERS_LOAD_VENV)/bin/python benchmarks/peers_load.py
 	$(BIN)/python benchmarks/serving_load.py --render

@@ -1,7 +1,7 @@
 """What the CLI writes, written safely: JSON without NaN, output paths checked before the work
 starts, single files replaced atomically, and report folders staged, locked and installed whole.
 
-The guarantees (README, "The command line"):
+The guarantees (docs/cli.md, "The command line"):
 
 - **JSON is finite.** `dump_json` is the one JSON writer (stdout, report.json, traces); a NaN or an
   infinity is refused (`NonFiniteResult`, naming the field), never printed.

@@ -5,7 +5,7 @@ Check (normwise, as in numerical linear algebra):
     max|side - ref| <= atol + rtol * max|ref|
 
 Inputs and weights are drawn so that outputs are of order one, so the bounds read as
-"so many units in the last place of an order-one value". See the README, "Tolerance policy".
+"so many units in the last place of an order-one value". See docs/catalogue.md, "Tolerance policy".
 """
 
 from __future__ import annotations

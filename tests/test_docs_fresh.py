@@ -1,7 +1,11 @@
-"""Generated docs are never stale: each page equals what its generator makes of the committed CSV."""
+"""The docs: every generated page equals what its generator makes of the committed CSVs, every
+relative link leads somewhere, and the README stays a front door that links every page."""
 
 import importlib.util
 import pathlib
+import re
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -20,8 +24,39 @@ def test_the_serving_load_page_is_generated_from_its_csv():
     )
 
 
-def test_the_readme_serving_load_table_is_generated_from_the_csvs():
+def test_the_benchmarks_serving_load_table_is_generated_from_the_csvs():
     bench = _module(ROOT / "benchmarks" / "serving_load.py")
-    text = bench.README.read_text()
-    assert bench.BEGIN in text and bench.END in text, "the README lost its serving-load markers"
-    assert bench.render_readme(text) == text, "rerun python benchmarks/serving_load.py --render"
+    text = bench.TABLE_PAGE.read_text()
+    assert bench.BEGIN in text and bench.END in text, f"{bench.TABLE_PAGE.name} lost its serving-load markers"
+    assert bench.render_table_page(text) == text, "rerun python benchmarks/serving_load.py --render"
+
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "README.md"]
+
+
+def _anchors(text: str) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_leads_to_a_file_and_heading_that_exist(page):
+    text = page.read_text()
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"\w+://", target):
+            continue
+        path, _, fragment = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.name}: link to {target} leads nowhere"
+        if fragment and dest.suffix == ".md":
+            assert fragment in _anchors(dest.read_text()), f"{page.name}: no heading {fragment!r} in {dest.name}"
+
+
+def test_the_readme_is_a_front_door():
+    """The README: what it is, the two commands, one worked example, where to go next (issue 41)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    for heading in ("## Two commands", "## Where to go next"):
+        assert heading in text
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", text))
+    assert linked == {p.name for p in (ROOT / "docs").glob("*.md")}, "every docs page is linked from the README"

@@ -16,8 +16,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def test_every_examples_path_the_readmes_name_is_shipped():
-    text = (ROOT / "README.md").read_text() + (EXAMPLES / "README.md").read_text()
+def test_every_examples_path_the_docs_name_is_shipped():
+    pages = [ROOT / "README.md", EXAMPLES / "README.md", *(ROOT / "docs").glob("*.md")]
+    text = "".join(page.read_text() for page in pages)
     named = set(re.findall(r"examples/[\w./-]+\w", text))
     assert named, "the READMEs name no example"
     for path in named:

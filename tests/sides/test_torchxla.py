@@ -201,7 +201,7 @@ def test_compare_all_sides_takes_a_decode_step(capsys):
 
 @needs_venv
 def test_composites_kept_whole(kernel_lowerings):
-    """What the README's walk-through says of torch-xla: GELU's erf stays one op (an MHLO op carried
+    """What docs/lowering.md's walk-through says of torch-xla: GELU's erf stays one op (an MHLO op carried
     by custom_call), LayerNorm is one batch_norm_training, and a bf16 linear is a bf16 dot with
     no upcast; each is costed by a rule, never as a fallback."""
     from reference.ir.counters import module_stats

@@ -27,7 +27,7 @@ def test_a_user_module_and_function_are_compared_against_a_user_reference():
 
 
 def test_a_user_function_and_module_are_costed_on_any_target():
-    """The README's Python API example: lower your own code, compile it for a target, estimate."""
+    """docs/python-api.md's example: lower your own code, compile it for a target, estimate."""
     import jax
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
