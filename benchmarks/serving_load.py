@@ -216,7 +216,9 @@ def main(argv=None) -> int:
     parser.add_argument("--waves", type=int, default=8)
     parser.add_argument("--warmup-waves", type=int, default=0)
     parser.add_argument("--stagger", action="store_true")
-    parser.add_argument("--render", action="store_true", help="only regenerate the page and the benchmarks page's table")
+    parser.add_argument(
+        "--render", action="store_true", help="only regenerate the page and the benchmarks page's table"
+    )
     args = parser.parse_args(argv)
     if args.render:
         write_pages()
