@@ -209,7 +209,12 @@ def unfolded_time(
     if not plan.folds:
         return None
     unfolded = compile_plan(
-        module, target, chips=chips, strict_dtypes=strict_dtypes, without=(*without, "fold_upcasts")
+        module,
+        target,
+        chips=chips,
+        strict_dtypes=strict_dtypes,
+        without=(*without, "fold_upcasts"),
+        compiler=plan.compiler or None,
     )
     return estimate(module, target, "", unfolded).total.time_s
 

@@ -17,12 +17,13 @@ from reference.ir import Module
 
 def group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     """One group's cost: a host fallback or a tensor-parallel all-reduce the same way on every
-    target that places them; everything else by the family's own model (its Family's group_cost)."""
+    target that places them; everything else by the cost model of the compiler that made the plan
+    (its family's `Compiler.group_cost`; `Plan.compiler`)."""
     if group.kind == "fallback" and group.id in plan.placements:
         return host_fallback_cost(group_work(plan, module, group).flops, dict(plan.placements[group.id].bytes), target)
     if group.kind == "transfer" and plan.partition.mode == "tensor parallel":
         return transfer_cost(plan, target)
-    return target.family_record.group_cost(module, plan, group, target)
+    return target.family_record.compiler(plan.compiler or None).group_cost(module, plan, group, target)
 
 
 def estimate(module: Module, target: Target, name: str = "", plan: Plan | None = None) -> Estimate:

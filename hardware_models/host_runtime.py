@@ -132,10 +132,8 @@ def compiled_seconds(module: Module, target: Target, runtime: str, graphs: int =
     if runtime not in COMPILED:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
     _check(target)
-    from hardware_models.families.cpu import XLA_CPU_PIPELINE
-
     module = getattr(module, "module", module)
-    plan = compile_plan(module, target, pipeline=XLA_CPU_PIPELINE if runtime == "xla" else None)
+    plan = compile_plan(module, target, compiler=runtime)  # the cpu family's compilers are its runtimes
     cost = Cost()
     for group in plan.groups:
         cost = cost + cpu_group_cost(module, plan, group, target, runtime) * group.repeats

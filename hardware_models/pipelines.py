@@ -1,7 +1,7 @@
-"""compile_plan: run the target family's pipeline over the IR, timing and verifying each pass.
+"""compile_plan: run one of the target family's compilers over the IR, timing and verifying each pass.
 
-Each family declares its ordered passes once, with the "after X because Y" reason for each, in
-its module under hardware_models/families/. A pass is `verb(module, plan, target) -> Plan`
+Each family declares its compilers once, each an ordered pipeline of passes with the "after X
+because Y" reason for each, in its module under hardware_models/families/. A pass is `verb(module, plan, target) -> Plan`
 (one module each in hardware_models/passes/). After every pass the plan verifier
 (hardware_models/verify_plan.py) checks the plan; a pass that breaks it is named in the error.
 The plan records each pass's name, the groups after it and its wall time (`Plan.passes`).
@@ -24,8 +24,9 @@ def pass_name(step) -> str:
     return step.func.__name__ if isinstance(step, partial) else step.__name__
 
 
-def pass_names(target: Target) -> list[str]:
-    return [pass_name(step) for step in target.family_record.pipeline]
+def pass_names(target: Target, compiler: str | None = None) -> list[str]:
+    """The passes of the target family's compiler `compiler` (its usual one when None), in order."""
+    return [pass_name(step) for step in target.family_record.compiler(compiler).pipeline]
 
 
 # The passes a what-if may leave out (`--without`): each makes a choice the program also runs
@@ -64,9 +65,9 @@ def compile_plan(
     chips: int | None = None,
     strict_dtypes: bool = False,
     without: tuple[str, ...] = (),
-    pipeline: tuple | None = None,
+    compiler: str | None = None,
 ) -> Plan:
-    """Run the target family's pipeline over the IR: the compiled result, as data.
+    """Run one of the target family's compilers over the IR: the compiled result, as data.
 
     Args:
         module: the IR (from either side, or a StableHLO file); a `Lowering` is taken too.
@@ -79,18 +80,21 @@ def compile_plan(
         without: passes to leave out (LEAVABLE ones), to cost what one of them decided (compare
             costs a plan without fold_upcasts to say what the folded upcasts would have cost);
             one this family's pipeline lacks has nothing to leave out here.
-        pipeline: another compiler's pipeline for the same family (the host CPU's jax.jit:
-            families/cpu.py XLA_CPU_PIPELINE); the family's own by default.
+        compiler: the name of one of the family's compilers (the host CPU's "inductor" or
+            "xla"); its usual one (the first) when None. The plan records it (`Plan.compiler`)
+            and `estimate` costs the plan with that compiler's cost model.
 
     Raises:
         UnsupportedDtype: the program uses a floating type the target lacks and cannot emulate
             (any it lacks, with strict_dtypes).
-        UnknownName: an unknown pass name, or one in `without` that the plan cannot do without.
+        UnknownName: an unknown pass or compiler name, or one in `without` that the plan
+            cannot do without.
         InvalidShape: fewer chips than the program needs.
         InvalidPlan: a pass left the plan inconsistent (a bug in that pass; the error names it).
     """
     module = getattr(module, "module", module)  # a Lowering: its IR
-    pipeline = pipeline or target.family_record.pipeline
+    chosen = target.family_record.compiler(compiler)
+    pipeline = chosen.pipeline
     names = [pass_name(step) for step in pipeline]
     if stop_after is not None and stop_after not in names:
         raise UnknownName("pass", stop_after, names)
@@ -98,7 +102,7 @@ def compile_plan(
         if name not in LEAVABLE:
             raise UnknownName("pass that can be left out", name, [n for n in names if n in LEAVABLE])
     ops, notes = expand_workload(module)
-    plan = Plan(target.name, ops, notes=notes, requested_chips=chips, strict_dtypes=strict_dtypes)
+    plan = Plan(target.name, ops, compiler=chosen.name, notes=notes, requested_chips=chips, strict_dtypes=strict_dtypes)
     for step, name in zip(pipeline, names):
         if name in without:
             continue

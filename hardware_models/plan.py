@@ -294,6 +294,7 @@ def shard_factor(plan: Plan, group: Group) -> int:
 class Plan:
     target: str
     ops: tuple[PlannedOp, ...]
+    compiler: str = ""  # the family's Compiler that made it (families/__init__.py), from compile_plan
     groups: tuple[Group, ...] = ()
     tilings: dict[int, Tiling] = field(default_factory=dict)
     placements: dict[int, Placement] = field(default_factory=dict)
@@ -364,7 +365,8 @@ class Plan:
 
     def render(self) -> str:
         """The plan as text: one line per group, then its tiling and bytes per level."""
-        lines = [f"plan for {self.target}: {plural(len(self.groups), 'group')} from {plural(len(self.ops), 'op')}"]
+        by = f" by {self.compiler}" if self.compiler else ""
+        lines = [f"plan for {self.target}{by}: {plural(len(self.groups), 'group')} from {plural(len(self.ops), 'op')}"]
         lines += [f"  pass {p.name}: {plural(p.groups, 'group')}, {format_seconds(p.seconds)}" for p in self.passes]
         for g in self.groups:
             ops = "+".join(self.ops[i].op.short_name for i in g.members) or g.label
@@ -446,6 +448,7 @@ class Plan:
     def to_dict(self) -> dict:
         return {
             "target": self.target,
+            "compiler": self.compiler,
             **(
                 {
                     "partition": {

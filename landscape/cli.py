@@ -269,14 +269,17 @@ def _estimate_for(
     strict_dtypes=False,
     cost_artifacts=False,
     without=(),
+    compiler=None,
 ):
     """(target, plan, estimate, context note) for NAME lowered on one side, or a StableHLO file.
+    `compiler`: one of the target family's compilers (its usual one when None; checked before lowering).
     `cost_artifacts`: when upcasts were folded, note what they would have cost (compiled again without the fold).
     `without`: passes left out of the pipeline (a what-if; checked against the target's before lowering)."""
     from hardware_models.estimate import estimate as estimate_module
     from hardware_models.pipelines import compile_plan
 
     target = load_target(target_name, settings)  # checked before the (slow) lowering
+    target.family_record.compiler(compiler)  # an unknown compiler: refused before lowering, naming the family's
     without = tuple(dict.fromkeys(without))
     if without:
         from hardware_models.pipelines import check_without
@@ -285,7 +288,9 @@ def _estimate_for(
     check_name_or_file(command, name, from_file)
     checked = checked_shapes(name, shapes, allow_beyond_context) if from_file is None else ({}, None)
     lowering = lowering_for(command, name, from_file, side, shapes, dtype, flat, checked=checked)
-    plan = compile_plan(lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without)
+    plan = compile_plan(
+        lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without, compiler=compiler
+    )
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
     result = estimate_module(lowering.module, target, label, plan)
     if without:
@@ -320,6 +325,12 @@ def _estimate_for(
 @click.option("--strict-dtypes", "strict_dtypes", is_flag=True, help=STRICT_DTYPES_HELP)
 @click.option("--without", "without", multiple=True, metavar="PASS", help=WITHOUT_HELP)
 @click.option(
+    "--compiler",
+    "compiler",
+    metavar="NAME",
+    help="One of the target family's compilers (host-cpu: inductor, the usual one, or xla); the plan records it.",
+)
+@click.option(
     "--trace",
     "trace_path",
     type=click.Path(dir_okay=False),
@@ -340,6 +351,7 @@ def estimate(
     show_plan,
     strict_dtypes,
     without,
+    compiler,
     trace_path,
     as_json,
 ) -> None:
@@ -374,6 +386,7 @@ def estimate(
         strict_dtypes,
         cost_artifacts=show_plan,
         without=without,
+        compiler=compiler,
     )
     data = result.to_dict()
     data["notes"] = [*data["notes"], *([note] if note else [])]

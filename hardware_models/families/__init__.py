@@ -1,13 +1,17 @@
 """Target families, one module each, and the one registry that every other module reads.
 
-A family (gpu, tpu, spyre, lpu, wafer) is an execution model: how its compiler turns the IR
-into kernels (the ordered pipeline of passes), how a kernel is tiled, how a kernel's cost
-follows from the plan, the ceilings its roofline draws, whether its compiler schedules every
-cycle statically (then a plan has a Chrome trace), and what the landscape map reads. Each
-family's module declares one `Family` record and registers it; a target file names its family.
+A family (gpu, tpu, spyre, lpu, wafer, cpu) is hardware: its target files' schema and memory
+levels, how a kernel is tiled, the ceilings its roofline draws, whether its compiler schedules
+every cycle statically (then a plan has a Chrome trace), and what the landscape map reads. A
+`Compiler` is one way to compile for it: an ordered pipeline of passes and the cost model of the
+kernels they make. A family holds its compilers, the usual one first (the host CPU has Inductor's
+and XLA:CPU's); a compilation names one (`compile_plan(..., compiler=)`, `estimate --compiler`),
+and the plan records which. Each family's module declares one `Family` record and registers it;
+a target file names its family.
 
-A new family is one module (`register(Family(...))`) and one target file: nothing else changes.
-tests/hardware_models/test_families.py adds a toy family that way.
+A new family is one module (`register(Family(...))`) and one target file; a new compiler for a
+family is one `Compiler` in its tuple: nothing else changes. tests/hardware_models/test_families.py
+adds a toy family, and a second compiler for it, that way.
 """
 
 from __future__ import annotations
@@ -25,6 +29,22 @@ HOST = ("cpu",)
 
 
 @dataclass(frozen=True)
+class Compiler:
+    """One compiler of a family.
+
+    name:       what a compilation names ("inductor", "xla")
+    pipeline:   passes `verb(module, plan, target) -> Plan`, in order, each with its reason
+    group_cost: its cost model: (module, plan, group, target) -> Cost of one execution
+    stack:      the real compiler stack it models and what that stack decides, in a line
+    """
+
+    name: str
+    pipeline: tuple
+    group_cost: Callable
+    stack: str = ""
+
+
+@dataclass(frozen=True)
 class Family:
     """One execution model, declared once.
 
@@ -34,8 +54,7 @@ class Family:
     schema:         required keys per section of its target files ([levels] excepted);
                     optional: keys a file may add
     levels:         the memory levels its files must declare, with the keys each needs
-    pipeline:       passes `verb(module, plan, target) -> Plan`, in order, each with its reason
-    group_cost:     the cost model: (module, plan, group, target) -> Cost of one execution
+    compilers:      its `Compiler`s, the usual one first
     ceilings:       target -> (compute ceilings FLOP/s, memory ceilings bytes/s), sustained
     peak_16bit:     target -> the dense 16-bit peak (FLOP/s) `targets` and the ridge point read
     tiling:         (GemmShape, target, output bytes) -> Tiling, or None (no contraction tiles)
@@ -52,8 +71,7 @@ class Family:
     representative: str
     schema: dict[str, tuple[str, ...]]
     levels: dict[str, tuple[str, ...]]
-    pipeline: tuple
-    group_cost: Callable
+    compilers: tuple[Compiler, ...]
     ceilings: Callable
     peak_16bit: Callable
     off_chip: Callable
@@ -62,6 +80,19 @@ class Family:
     optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
     chip_unit: str = "chip"
     caveat: Callable | None = None
+
+    def compiler(self, name: str | None = None) -> Compiler:
+        """The compiler called `name`, or the usual one (the first) when None or empty.
+
+        Raises:
+            UnknownName: a name none of its compilers has, with the ones it has.
+        """
+        if not name:
+            return self.compilers[0]
+        for compiler in self.compilers:
+            if compiler.name == name:
+                return compiler
+        raise UnknownName(f"compiler for the {self.name} family", name, [c.name for c in self.compilers])
 
     def describe(self, target_description: str = "") -> str:
         """ "NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""

@@ -33,7 +33,7 @@ from hardware_models.cost.cpu import (
     cpu_group_cost,
     gemm_rate,
 )
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
@@ -101,9 +101,9 @@ def _pipeline(rules, attention: bool):
     )
 
 
-# The family's pipeline is Inductor's C++ backend's (it fuses loops the way its GPU backend does);
-# jax.jit's is the same but for XLA:CPU's fusion, which ends a kernel at each reduction
-# (host_runtime.compiled_seconds compiles a program for the xla runtime with it).
+# The family's usual compiler is Inductor's C++ backend (it fuses loops the way its GPU backend
+# does); jax.jit's pipeline is the same but for XLA:CPU's fusion, which ends a kernel at each
+# reduction: the family's "xla" compiler (host_runtime.compiled_seconds compiles with it).
 XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused attention: dots and softmax loops
 
 
@@ -174,8 +174,21 @@ CPU = register(
         # the caches this machine has (sysfs), each with the bandwidth its stream rows measured
         optional={"fitted": ("l1d_bytes_per_s", "l2_bytes_per_s", "l3_bytes_per_s", "l4_bytes_per_s")},
         levels={"dram": ("bytes", "bytes_per_s", "usable_fraction")},
-        pipeline=_pipeline(INDUCTOR, attention=True),
-        group_cost=cpu_group_cost,
+        compilers=(
+            Compiler(
+                "inductor",
+                pipeline=_pipeline(INDUCTOR, attention=True),
+                group_cost=partial(cpu_group_cost, runtime="inductor"),
+                stack="torch.compile's Inductor C++ back end: loops fused as its GPU back end fuses them, GEMMs to "
+                "oneDNN, attention to ATen's flash kernel for CPU",
+            ),
+            Compiler(
+                "xla",
+                pipeline=XLA_CPU_PIPELINE,
+                group_cost=partial(cpu_group_cost, runtime="xla"),
+                stack="jax.jit's XLA:CPU: a kernel ends at each reduction, dots to Eigen, no fused attention",
+            ),
+        ),
         ceilings=cpu_ceilings,
         peak_16bit=lambda t: gemm_rate(t, "bf16"),
         off_chip=lambda t: ("DRAM", t.main_memory_bytes_per_s),

@@ -41,7 +41,7 @@ from hardware_models.cost.gpu import (
     hbm_rate,
     vector_rate,
 )
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
@@ -163,19 +163,25 @@ GPU = register(
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "l2": ("bytes", "bytes_per_s", "resident_fraction"),
         },
-        pipeline=(
-            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
-            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-            partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
-            partial(
-                fuse_attention, stack="FlashAttention-2"
-            ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
-            shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
-            pad_to_tiles,  # after fusion because only contraction groups are tiled, once
-            place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
+        compilers=(
+            Compiler(
+                "inductor",
+                pipeline=(
+                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+                    fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
+                    assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+                    partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
+                    partial(
+                        fuse_attention, stack="FlashAttention-2"
+                    ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
+                    shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+                    pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+                    place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
+                ),
+                group_cost=gpu_group_cost,
+                stack="Inductor-like: elementwise ops and reductions fused into generated kernels, GEMMs to a cuBLAS-like library (tile and split-K chosen by cost), attention to FlashAttention-2",
+            ),
         ),
-        group_cost=gpu_group_cost,
         ceilings=gpu_ceilings,
         peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),

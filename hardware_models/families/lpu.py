@@ -13,7 +13,7 @@ has f32 (assumed; resolve_dtypes).
 from __future__ import annotations
 
 from hardware_models.cost.lpu import lpu_group_cost
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.allocate_sram import allocate_sram
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.partition_chips import partition_chips
@@ -56,14 +56,20 @@ LPU = register(
             "host": ("flop_per_s",),
         },
         levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
-        pipeline=(
-            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-            assign_groups,  # no fusion: streams chain ops instead, in schedule_static
-            partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
-            schedule_static,
-            allocate_sram,  # after the schedule because a value's slot is live from its write to its last read
+        compilers=(
+            Compiler(
+                "groqware",
+                pipeline=(
+                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+                    assign_groups,  # no fusion: streams chain ops instead, in schedule_static
+                    partition_chips,  # before the schedule because a layer split over chips shortens its matmuls
+                    schedule_static,
+                    allocate_sram,  # after the schedule because a value's slot is live from its write to its last read
+                ),
+                group_cost=lpu_group_cost,
+                stack="GroqWare: every op scheduled to the cycle on its functional unit, values placed in SRAM, the model partitioned over chips",
+            ),
         ),
-        group_cost=lpu_group_cost,
         ceilings=lpu_ceilings,
         peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
         off_chip=lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),

@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.cost.spyre import spyre_group_cost
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.divide_work import divide_work
 from hardware_models.passes.fire_kernels import fire_kernels
@@ -97,20 +97,26 @@ SPYRE = register(
             "lpddr5": ("bytes", "bytes_per_s", "usable_fraction"),
             "lx": ("bytes", "usable_bytes", "buffer_fraction"),
         },
-        pipeline=(
-            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; Inductor takes the Linear in its type
-            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-            partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
-            shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
-            stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
-            insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
-            pad_to_tiles,  # 8-row passes, n and k to whole sticks
-            divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
-            plan_scratchpad,  # after divide_work because residency is counted per core
-            fire_kernels,  # last: the dataflow edges need where every tensor waits
+        compilers=(
+            Compiler(
+                "torch-spyre",
+                pipeline=(
+                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+                    fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; Inductor takes the Linear in its type
+                    assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+                    partial(fuse_elementwise, rules=INDUCTOR),  # torch-spyre is an Inductor back end
+                    shard_tensor_parallel,  # cards in a cluster (up to 8) when one cannot hold the model
+                    stickify,  # after fusion because only tensors between kernels live in LPDDR5 or LX
+                    insert_restickify,  # after stickify because it compares a matmul operand's layout with the one it needs
+                    pad_to_tiles,  # 8-row passes, n and k to whole sticks
+                    divide_work,  # after pad_to_tiles because a matmul's units are its row passes x output sticks
+                    plan_scratchpad,  # after divide_work because residency is counted per core
+                    fire_kernels,  # last: the dataflow edges need where every tensor waits
+                ),
+                group_cost=spyre_group_cost,
+                stack="torch-spyre (an Inductor back end): kernels laid out in 128-byte sticks over 32 cores, re-layouts inserted where a kernel needs another stick dimension",
+            ),
         ),
-        group_cost=spyre_group_cost,
         ceilings=spyre_ceilings,
         peak_16bit=lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
         off_chip=lambda t: ("LPDDR5", t.main_memory_bytes_per_s),

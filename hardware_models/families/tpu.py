@@ -24,7 +24,7 @@ from functools import partial
 
 from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
 from hardware_models.cost.tpu import tpu_group_cost, vpu_rate
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
@@ -104,19 +104,25 @@ TPU = register(
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "vmem": ("bytes", "bytes_per_s", "buffer_fraction"),
         },
-        pipeline=(
-            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-            fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; XLA folds converts into the dot
-            assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-            partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
-            partial(
-                fuse_attention, stack="Pallas flash attention"
-            ),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
-            shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
-            pad_to_tiles,  # after fusion because only contraction groups are tiled, once
-            place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays
+        compilers=(
+            Compiler(
+                "xla",
+                pipeline=(
+                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+                    fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; XLA folds converts into the dot
+                    assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+                    partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
+                    partial(
+                        fuse_attention, stack="Pallas flash attention"
+                    ),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
+                    shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+                    pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+                    place_buffers,  # after pad_to_tiles because A is re-streamed per column of arrays
+                ),
+                group_cost=tpu_group_cost,
+                stack="XLA-like: fusions around each MXU contraction, operands padded to the MXU's tiles, attention as the Pallas flash-attention kernel",
+            ),
         ),
-        group_cost=tpu_group_cost,
         ceilings=tpu_ceilings,
         peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.cost.wafer import wafer_group_cost
-from hardware_models.families import Family, register
+from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fuse_elementwise import XLA_TPU, fuse_elementwise
 from hardware_models.passes.place_layers import place_layers
@@ -47,13 +47,19 @@ WAFER = register(
             "host": ("flop_per_s",),
         },
         levels={"sram": ("bytes", "bytes_per_s", "usable_fraction")},
-        pipeline=(
-            resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-            assign_groups,
-            partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
-            place_layers,  # after fusion because each kernel gets one region of the wafer
+        compilers=(
+            Compiler(
+                "cerebras",
+                pipeline=(
+                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+                    assign_groups,
+                    partial(fuse_elementwise, rules=XLA_TPU),  # a region computes a matmul and streams its epilogue on
+                    place_layers,  # after fusion because each kernel gets one region of the wafer
+                ),
+                group_cost=wafer_group_cost,
+                stack="the Cerebras compiler: one region of PEs per kernel, weights resident in their SRAM, the model split over wafers or streamed from MemoryX",
+            ),
         ),
-        group_cost=wafer_group_cost,
         ceilings=wafer_ceilings,
         peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
         off_chip=lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),

@@ -60,6 +60,37 @@ def test_a_toy_family_compiles_and_costs_from_one_module_and_one_file(toy):
         check_traceable(toy)
 
 
+def test_a_second_compiler_for_the_toy_family_is_one_record_and_its_plans_say_so(toy):
+    """Worked number: "toy-masked" masks the edge tiles, so 65 x 63 by 64 costs its unpadded
+    2 * 65 * 63 * 64 = 524,160 FLOPs at 1e12 = 0.524 us (above DRAM's 0.491 us) + 1 us launch,
+    where "toy" costs the 589,824 padded ones: estimate reads the compiler the plan records."""
+    module = gemm(65, 63, 64)
+    usual, masked = compile_plan(module, toy), compile_plan(module, toy, compiler="toy-masked")
+    assert (usual.compiler, masked.compiler) == ("toy", "toy-masked")
+    (g,) = estimate(module, toy, plan=masked).groups
+    assert g.cost.time_s == pytest.approx(524_160 / 1e12 + 1e-6)
+    assert estimate(module, toy, plan=usual).total.time_s == pytest.approx(589_824 / 1e12 + 1e-6)
+    assert masked.to_dict()["compiler"] == "toy-masked"
+
+
+def test_a_compiler_the_family_lacks_is_refused_naming_the_ones_it_has(toy):
+    with pytest.raises(UnknownName, match=r"unknown compiler for the toy family 'tvm'.*toy, toy-masked") as err:
+        compile_plan(gemm(8, 8, 8), toy, compiler="tvm")
+    assert "\n" not in str(err.value)
+
+
+def test_every_family_names_its_compilers_and_the_host_cpu_has_inductor_and_xla():
+    for name in (*BUILTIN, *HOST):
+        compilers = get_family(name).compilers
+        assert compilers and len({c.name for c in compilers}) == len(compilers), name
+        assert all(c.pipeline and c.stack for c in compilers), name
+    assert [c.name for c in get_family("cpu").compilers] == ["inductor", "xla"]
+    module = linear_gelu(4, 64, 64)
+    cpu = get_target("host-cpu")
+    assert compile_plan(module, cpu).compiler == "inductor"
+    assert compile_plan(module, cpu, compiler="xla").compiler == "xla"
+
+
 def test_the_toy_family_is_listed_only_while_registered(toy):
     assert "toy" in families() and get_family("toy").describe() == "Example vector chip"
     assert representative_targets() == tuple(get_family(f).representative for f in BUILTIN)
@@ -94,7 +125,9 @@ def test_no_module_outside_the_families_branches_on_a_family_name():
 
 
 def _break(family: Family, step, name: str) -> Family:
-    return registry.register(replace(family, name=name, pipeline=family.pipeline + (step,)))
+    first, *rest = family.compilers
+    broken = replace(first, pipeline=first.pipeline + (step,))
+    return registry.register(replace(family, name=name, compilers=(broken, *rest)))
 
 
 def test_a_pass_that_puts_an_op_in_two_groups_is_named_by_the_verifier(toy, monkeypatch):

@@ -306,7 +306,6 @@ def test_xla_cpu_ends_a_kernel_at_each_reduction_inductor_keeps_a_norm_in_one():
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.families.cpu import XLA_CPU_PIPELINE
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
     from reference.ir import category
@@ -322,7 +321,7 @@ def test_xla_cpu_ends_a_kernel_at_each_reduction_inductor_keeps_a_norm_in_one():
         lowering = lower_function(fn, x)
         inductor = [g for g in compile_plan(lowering, t).groups if g.kind == "fusion"]
         assert len(inductor) == 1
-        plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE)
+        plan = compile_plan(lowering, t, compiler="xla")
         graph, owner = plan.value_graph(), {i: g.id for g in plan.groups for i in g.members}
         reductions = [i for i, p in enumerate(plan.ops) if category(p.op) == "reduction"]
         assert len({owner[i] for i in reductions}) == len(reductions) == 2  # one kernel each
@@ -339,7 +338,6 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
     Inductor pipeline fuses the attention into one group, costed as the eager kernel is."""
     from hardware_models.cost.attention import dot_flops
     from hardware_models.cost.cpu import attention_seconds
-    from hardware_models.families.cpu import XLA_CPU_PIPELINE
     from hardware_models.pipelines import compile_plan
     from landscape.serving import lower_named
 
@@ -354,7 +352,7 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
     cost = cpu_group_cost(lowering.module, plan, group, t, "inductor")
     compute_s = attention_seconds(t, shape.dtype, dot_flops(plan, group), shape.kv_heads, shape.query_rows)
     assert cost.time_s >= compute_s + t["fitted.inductor_kernel_s"] - 1e-12
-    assert not [g for g in compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE).groups if g.kind == "attention"]
+    assert not [g for g in compile_plan(lowering, t, compiler="xla").groups if g.kind == "attention"]
 
 
 def test_weights_that_outgrow_the_private_caches_are_streamed_at_the_cold_rate_by_hand():

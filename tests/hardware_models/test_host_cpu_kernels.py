@@ -138,7 +138,6 @@ def test_xlas_loop_pays_its_transposed_reads_inductors_streams_by_hand():
     import jax.numpy as jnp
 
     from hardware_models.cost.cpu import cpu_group_cost, fused_work
-    from hardware_models.families.cpu import XLA_CPU_PIPELINE
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -147,7 +146,7 @@ def test_xlas_loop_pays_its_transposed_reads_inductors_streams_by_hand():
         lowering = lower_function(lambda x: x.T * 2.0, jax.ShapeDtypeStruct((1024, columns), jnp.float32))
         module = getattr(lowering, "module", lowering)
         for runtime in ("xla", "inductor"):
-            plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE if runtime == "xla" else None)
+            plan = compile_plan(lowering, t, compiler=runtime)
             (group,) = [g for g in plan.groups if g.kind == "fusion"]
             cost = cpu_group_cost(module, plan, group, t, runtime)
             flops, reads = fused_work(module, plan, group, runtime)
@@ -202,7 +201,6 @@ def test_xla_runs_a_convolution_of_at_most_16_channels_with_its_own_kernel_at_a_
     import jax.numpy as jnp
 
     from hardware_models.cost.cpu import cpu_group_cost, xla_eigen_conv
-    from hardware_models.families.cpu import XLA_CPU_PIPELINE
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -216,7 +214,7 @@ def test_xla_runs_a_convolution_of_at_most_16_channels_with_its_own_kernel_at_a_
     )
     module = getattr(lowering, "module", lowering)
     t = get_target("host-cpu")
-    plan = compile_plan(lowering, t, pipeline=XLA_CPU_PIPELINE)
+    plan = compile_plan(lowering, t, compiler="xla")
     (group,) = [g for g in plan.groups if g.kind == "contraction"]
     (op,) = [plan.ops[i].op for i in group.members if plan.ops[i].op.short_name == "convolution"]
     assert xla_eigen_conv(op) == (2 * 16 * 16 if eigen else 0)
