@@ -18,7 +18,7 @@ import time
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import load_targets
-from landscape.serving import lower_named
+from landscape.lowering import lower_named
 
 RESULTS = pathlib.Path(__file__).with_name("results") / "estimates.csv"
 DEFAULT_MODELS = ("llama-3.1-8b", "llama-3.1-70b")  # every target in the targets folder

@@ -37,7 +37,7 @@ def predict(row: dict) -> float:
     """The GPU model's time for one measured row (a gpu_measured.csv row) on its GPU's target."""
     from hardware_models.estimate import estimate
     from hardware_models.target import get_target
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     target = get_target(TARGETS[row["device"]])
     shapes = parse_shapes(row["shapes"])

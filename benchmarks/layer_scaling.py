@@ -21,7 +21,7 @@ LAYERS = (1, 8, 32, 80, 126)
 CHILD = """
 import json, resource, sys, time
 import jax_side.lower  # framework import, outside the timings
-from landscape.serving import lower_named
+from landscape.lowering import lower_named
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target

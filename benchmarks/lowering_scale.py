@@ -24,7 +24,7 @@ SEQ = 2048  # gpt2-small has 1024 learned positions and lowers at 1024
 
 CHILD = """
 import importlib, json, resource, sys, time
-from landscape.serving import lower_named
+from landscape.lowering import lower_named
 name, side = sys.argv[1], sys.argv[2]
 start = time.perf_counter()
 for module in {"torch": ["pytorch_side.lower", "torch_mlir.fx"], "jax": ["jax_side.lower"], "torch-xla": ["torchxla_side.lower"]}[side]:

@@ -14,6 +14,7 @@ import sys
 
 import click
 
+from landscape.lowering import SIDES
 from landscape.lowering_cli import lowering_for
 from landscape.options import (
     DTYPE,
@@ -31,7 +32,6 @@ from landscape.options import (
 )
 from landscape.outputs import check_output_dir, check_output_file, dump_json, write_file
 from landscape.serve_cli import STRICT_DTYPES_HELP, WITHOUT_HELP
-from landscape.serving import SIDES
 
 __all__ = ["DTYPE", "DTypeParam", "cli", "load_target", "main"]
 

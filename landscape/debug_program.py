@@ -57,7 +57,7 @@ def program_from_file(path: str, seed: int = 0) -> Program:
         MalformedInput: an npz that cannot be read, lacks an argument, or holds one of the wrong
             shape or kind; a program too large to keep every op's values (check_trace_memory).
     """
-    from landscape.serving import lowering_from_file
+    from landscape.lowering import lowering_from_file
     from reference.errors import MalformedInput
     from reference.ir.interpret import run_module, seeded_arguments, widened
 

@@ -157,7 +157,7 @@ def _jax_row(name, shapes, size, case, target) -> _Pending:
 
     from jax_side.kernels import LAYOUTS, build
     from jax_side.params import load_weights
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     fn = build(name, case.shapes, case.dtype)
     if case.weights:

@@ -9,8 +9,8 @@ import math
 
 import click
 
+from landscape.lowering import PRECISIONS
 from landscape.options import ALLOW_BEYOND_CONTEXT_HELP, SEED, DecimalRange, DTypeParam, model_option, print_json
-from landscape.serving import PRECISIONS
 
 COUNT = DecimalRange(min=1, max=10**7)  # requests, concurrency, budgets: beyond this a simulation runs for hours
 BLOCK = DecimalRange(min=1, max=2**20)

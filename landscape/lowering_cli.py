@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import click
 
+from landscape.lowering import SIDES, lower_named, lowering_from_file
 from landscape.options import (
     check_name_or_file,
     checked_shapes,
@@ -16,7 +17,6 @@ from landscape.options import (
     verbose,
 )
 from landscape.outputs import check_output_dir, write_file
-from landscape.serving import SIDES, lower_named, lowering_from_file
 
 STAGE_NAMES = ("fx", "jaxpr", "stablehlo", "ir", "xla")
 

@@ -10,7 +10,7 @@ import re
 
 import click
 
-from landscape.serving import SIDES
+from landscape.lowering import SIDES
 from reference.dtypes import DTYPES as DTYPE_TABLE
 from reference.dtypes import FLOAT_DTYPES, get_dtype
 
@@ -283,7 +283,7 @@ def parse_sides(text: str, at_least: int = 2, at_most: int | None = None, comman
             "all" beside other names.
         PathUnavailable: torch-xla named where its venv is not built.
     """
-    from landscape.serving import available_sides
+    from landscape.lowering import available_sides
     from reference.errors import MalformedInput, PathUnavailable, UnknownName
     from torchxla_side import available, unavailable_reason
 

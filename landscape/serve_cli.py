@@ -9,6 +9,7 @@ import contextlib
 
 import click
 
+from landscape.lowering import PRECISIONS, SIDES, lower_for_serving
 from landscape.options import (
     ALLOW_BEYOND_CONTEXT_HELP,
     BATCH,
@@ -24,7 +25,6 @@ from landscape.options import (
     print_json,
     verbose,
 )
-from landscape.serving import PRECISIONS, SIDES, lower_for_serving
 
 STRICT_DTYPES_HELP = (
     "Refuse a floating type the target lacks (f64 on a TPU, Groq, Cerebras or Spyre: torch-mlir's "
@@ -264,7 +264,7 @@ def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool, wi
     from pathlib import Path
 
     from hardware_models.compare import compare_lowerings
-    from landscape.serving import lowering_from_file
+    from landscape.lowering import lowering_from_file
 
     first, second = (lowering_from_file(p) for p in paths)  # a bad file fails here, in one line
     names = [Path(p).name for p in paths]

@@ -20,7 +20,7 @@ SERVE_SIDES = ("jax", "torch")  # torch-xla's driver starts a process per graph:
 
 @functools.lru_cache(maxsize=8)
 def _lowering(model: str, side: str, precision: str) -> Callable[[dict], object]:
-    from landscape.serving import lower_named, precision_dtypes
+    from landscape.lowering import lower_named, precision_dtypes
 
     dtype, eight_bit = precision_dtypes(precision)
 

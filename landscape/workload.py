@@ -163,7 +163,7 @@ def compare_workload(
         (hardware_models.compare.Comparison, {side: Lowering}).
     """
     from hardware_models.compare import compare_programs
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     lowered = {}
     for side in sides:

@@ -1,6 +1,6 @@
 """The HLO-like IR that both sides lower into, and its services (printer, verifier, counters)."""
 
-from reference.ir.counters import Cost, Stats, dot_and_conv_flops, module_stats, op_cost
+from reference.ir.counters import OpCounts, Stats, dot_and_conv_flops, module_stats, op_cost
 from reference.ir.from_stablehlo import category, parse_stablehlo
 from reference.ir.graph import (
     Block,
@@ -18,7 +18,7 @@ from reference.ir.verify import verify
 __all__ = [
     "Block",
     "ConvDims",
-    "Cost",
+    "OpCounts",
     "DotDims",
     "Function",
     "Module",

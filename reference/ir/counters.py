@@ -58,19 +58,20 @@ PARTIAL_READS = {"slice", "dynamic_slice", "gather"}  # read of operand 0: the e
 
 
 @dataclass(frozen=True)
-class Cost:
-    """An addable cost record in base units."""
+class OpCounts:
+    """What an op does, counted: FLOPs, transcendentals and bytes read and written, addable.
+    (Counts, not seconds: hardware_models/cost/model.py's `Cost` is the time a target takes.)"""
 
     flops: int = 0
     transcendentals: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
 
-    def __add__(self, other: Cost) -> Cost:
-        return Cost(*(a + b for a, b in zip(self.astuple(), other.astuple())))
+    def __add__(self, other: OpCounts) -> OpCounts:
+        return OpCounts(*(a + b for a, b in zip(self.astuple(), other.astuple())))
 
-    def __mul__(self, k: int) -> Cost:
-        return Cost(*(a * k for a in self.astuple()))
+    def __mul__(self, k: int) -> OpCounts:
+        return OpCounts(*(a * k for a in self.astuple()))
 
     def astuple(self) -> tuple[int, int, int, int]:
         return (self.flops, self.transcendentals, self.bytes_read, self.bytes_written)
@@ -80,8 +81,8 @@ class Cost:
         return self.bytes_read + self.bytes_written
 
 
-def _block_cost(ops, module: Module, policy: str) -> Cost:
-    total = Cost()
+def _block_cost(ops, module: Module, policy: str) -> OpCounts:
+    total = OpCounts()
     constant_ids: set[str] = set()  # values XLA's import can fold (rule 3)
     splats: dict[str, float] = {}
     for op in ops:
@@ -168,17 +169,17 @@ def contraction_flops(op: Op) -> int:
     return 2 * out * window * kernel[dims.kernel_input_feature]
 
 
-def batch_norm_cost(op: Op) -> Cost:
+def batch_norm_cost(op: Op) -> OpCounts:
     """FLOPs and rsqrts of batch_norm_training or batch_norm_inference (the rules above): n input
     elements, f features (the extent of feature_index)."""
     n = op.operand_types[0].elements
     f = op.operand_types[0].shape[op.attr("feature_index", 0)] if op.operand_types[0].shape else 1
     if op.short_name == "batch_norm_training":
-        return Cost(flops=7 * n + 3 * f, transcendentals=f)
-    return Cost(flops=4 * n + f, transcendentals=f)
+        return OpCounts(flops=7 * n + 3 * f, transcendentals=f)
+    return OpCounts(flops=4 * n + f, transcendentals=f)
 
 
-def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
+def op_cost(op: Op, module: Module, policy: str = "trip_count") -> OpCounts:
     """The cost of one op, including what it calls and loops over."""
     short = op.short_name
     if short == "call" and op.callee:  # a regional call runs trip_count times (one per layer)
@@ -186,7 +187,7 @@ def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     if short == "while" and op.known:
         trips = 1 if policy == "xla" or op.trip_count is None else op.trip_count
         return _block_cost([o for r in op.regions for o in r.ops], module, policy) * trips
-    moved = Cost(
+    moved = OpCounts(
         bytes_read=sum(t.nbytes for t in op.operand_types),
         bytes_written=sum(t.nbytes for t in op.result_types),
     )
@@ -198,31 +199,31 @@ def op_cost(op: Op, module: Module, policy: str = "trip_count") -> Cost:
     if not op.known:  # opaque: what it moves, nothing more (a target costs it as a fallback)
         return moved
     if short in FREE:
-        return Cost(bytes_written=op.result_types[0].nbytes if short == "constant" and op.result_types else 0)
+        return OpCounts(bytes_written=op.result_types[0].nbytes if short == "constant" and op.result_types else 0)
     out = op.result_types[0].elements if op.result_types else 0
     kind = category(op)
     if kind == "contraction":
         if policy == "xla" and short == "convolution":
-            return moved + Cost(flops=xla_convolution_flops(op))
-        return moved + Cost(flops=contraction_flops(op))
+            return moved + OpCounts(flops=xla_convolution_flops(op))
+        return moved + OpCounts(flops=contraction_flops(op))
     expansion = XLA_CHLO_EXPANSION.get((short, op.result_types[0].dtype)) if policy == "xla" else None
     if expansion is not None and op.name.startswith("chlo."):
-        return moved + Cost(flops=expansion[0] * out, transcendentals=expansion[1] * out)
+        return moved + OpCounts(flops=expansion[0] * out, transcendentals=expansion[1] * out)
     if short in BATCH_NORMS:
         return moved + batch_norm_cost(op)
     if short in TRANSCENDENTAL:
-        return moved + Cost(transcendentals=out)
+        return moved + OpCounts(transcendentals=out)
     if short in ELEMENTWISE:
-        return moved + Cost(flops=out)
+        return moved + OpCounts(flops=out)
     if short == "reduce":
         applications = op.operand_types[0].elements - op.result_types[0].elements
         per_application = _block_cost(op.regions[0].ops, module, "trip_count").flops
-        return moved + Cost(flops=applications * per_application)
+        return moved + OpCounts(flops=applications * per_application)
     if short == "scatter" and op.regions and len(op.operand_types) >= 3:
         # the combiner runs once per update element (a scatter-add: one add each; a plain
         # overwrite, whose combiner returns the update: none), as XLA's cost analysis counts it
         per_application = _block_cost(op.regions[0].ops, module, "trip_count").flops
-        return moved + Cost(flops=op.operand_types[-1].elements * per_application)
+        return moved + OpCounts(flops=op.operand_types[-1].elements * per_application)
     return moved
 
 

@@ -339,7 +339,7 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
     from hardware_models.cost.attention import dot_flops
     from hardware_models.cost.cpu import attention_seconds
     from hardware_models.pipelines import compile_plan
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     t = get_target("host-cpu")
     lowering = lower_named("attention", "torch", {"seq": 63, "head_dim": 16}, "float32")

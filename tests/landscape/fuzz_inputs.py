@@ -201,7 +201,7 @@ CORPUS = [MATMUL, LOOP, REDUCE_CONV]
 @functools.cache
 def lowered_corpus() -> tuple[str, ...]:
     """Real programs: a few catalogue entries lowered by JAX, as `hlo --stage stablehlo` prints them."""
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     return tuple(
         lower_named(name, "jax", {}, "float32").stages["stablehlo"] for name in ("softmax", "attention", "tiny")

@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.jax]
 
 @pytest.fixture(scope="module")
 def two_files(tmp_path_factory):
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     folder = tmp_path_factory.mktemp("programs")
     paths = []
@@ -27,7 +27,7 @@ def two_files(tmp_path_factory):
 
 def test_two_files_are_costed_as_the_two_paths_are_and_named_by_their_files(two_files, capfd):
     from hardware_models.compare import compare_lowerings
-    from landscape.serving import lowering_from_file
+    from landscape.lowering import lowering_from_file
 
     a, b = two_files
     assert main(["compare", "--from-file", a, b, "--targets", "h100,tpu-v5e", "--json"]) == 0

@@ -70,7 +70,7 @@ def test_a_target_file_that_is_not_one_is_refused_in_one_line_with_the_remedy(co
 def test_validate_times_three_ways_and_predicts_from_the_model(capfd):
     from hardware_models.host_runtime import compiled_seconds
     from hardware_models.target import get_target
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     assert main(["validate", "host-cpu", "--kernels", "add", "--sizes", "small", "--min-run-s", "0.02", "--json"]) == 0
     out = json.loads(capfd.readouterr().out)
@@ -149,7 +149,7 @@ def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
     from hardware_models.host_runtime import compiled_seconds
     from hardware_models.target import get_target
     from landscape.host_validate import compiled_graphs
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     class Broken(nn.Module):
         def forward(self, x):

@@ -71,7 +71,7 @@ def test_the_kv_cache_is_split_by_kv_heads_and_replicated_beyond_them(chips, sha
     from hardware_models.estimate import estimate
     from hardware_models.pipelines import compile_plan
     from hardware_models.values import group_inputs
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     module = lower_named("llama-3.2-1b", "jax", {"batch": 1, "seq": 1024, "mode": "decode"}, "bfloat16").module
     h100 = get_target("h100")
@@ -93,7 +93,7 @@ def test_a_replicated_kv_cache_needs_the_chips_that_hold_it():
     beside their share of the weights, and a forced count that cannot is refused."""
     from hardware_models.passes.shard_tensor_parallel import per_chip_bytes
     from hardware_models.pipelines import compile_plan
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
     from reference.errors import InvalidShape
 
     module = lower_named("llama-3.2-1b", "jax", {"batch": 256, "seq": 4096, "mode": "decode"}, "bfloat16").module

@@ -89,7 +89,7 @@ def test_flat_and_regional_lowerings_partition_alike_and_cost_within_2_percent_o
     from hardware_models.families import representative_targets
     from hardware_models.pipelines import compile_plan
     from hardware_models.target import get_target
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     shapes = {"batch": 1, "seq": 128, "mode": mode}
     flat = lower_named(model, "jax", shapes, "bfloat16", flat=True).module
@@ -111,7 +111,7 @@ def test_a_regional_models_arguments_hold_each_weight_once(model, side):
     are the published weights plus the token ids and a few kB of buffers (llama-3.1-8b: 16.06 GB
     in bf16, where counting the embedding twice made 16.60 GB)."""
     from hardware_models.workload import program_footprint
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     entry = CATALOGUE[model]
     weights = 2 * entry.n_weights(entry.resolve({}))

@@ -16,7 +16,7 @@ def test_each_added_layer_adds_the_same_bytes_flops_and_padding(target):
     from hardware_models.estimate import estimate
     from hardware_models.pipelines import compile_plan
     from hardware_models.target import get_target
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     tgt = get_target(target)
     modules = [

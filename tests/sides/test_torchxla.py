@@ -222,7 +222,7 @@ def test_regional_model_counts_what_the_other_paths_count():
     paths: the weights' bytes and the contractions' FLOPs (layers included) are equal; the rest
     (norms, RoPE, softmax, decomposed differently) keeps the total within 1% at this small size
     (0.013% at llama-3.1-8b's)."""
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
     from reference.ir.counters import module_stats
 
     lowered = {side: lower_named("tiny", side, {"seq": 65}, "bfloat16") for side in ("torch", "jax", "torch-xla")}

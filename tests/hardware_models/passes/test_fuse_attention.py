@@ -84,7 +84,7 @@ def test_a_decode_step_reads_the_weights_and_the_kv_cache_once(side):
     """The cache is updated in place and attention is fused: llama-3.1-8b, batch 1, 2048 tokens,
     one H100: main-memory bytes per step = the weights + the cache within 4% (JAX's within 0.1%),
     where of the (untied) embedding table the step's gather reads one row, not the table."""
-    from landscape.serving import lower_for_serving
+    from landscape.lowering import lower_for_serving
     from reference.catalogue import CATALOGUE
 
     _, decodes, cache = lower_for_serving("llama-3.1-8b", side, 1, 2047, 1)

@@ -39,7 +39,7 @@ def test_agrees_with_stablehlo_eval_module(name, side):
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
     from reference.ir.interpret import run_module, seeded_arguments
     from reference.ir.mlir_context import make_context
 
@@ -70,7 +70,7 @@ def test_agrees_with_stablehlo_eval_module(name, side):
 
 def test_every_entry_has_a_side_eval_module_runs():
     """The chlo skip above leaves every entry checked on at least one side."""
-    from landscape.serving import lower_named
+    from landscape.lowering import lower_named
 
     unchecked = [
         n
