@@ -1,94 +1,12 @@
 """Peer predictors on the published serving rows: GenZ (genz-llm 0.0.16) and llm-analysis
 (llm-analysis 0.2.2), each at its DEFAULT efficiencies, on every row of
 hardware_models/serving_rows.py (ROWS). Runs under `.venv-peers/bin/python` (`make bench-peers`):
-it imports neither torch, jax nor this project's packages; serving_rows.py is loaded from its file
-(it needs only the stdlib) and reference/models.toml is read with tomllib, as data.
-
-Prints ONE JSON object to stdout, everything else (the tools' logs and warnings, timings) goes to
-stderr:
-    {"ROW_ID": {"genz": float|null, "genz_reason": str,
-                "llm-analysis": float|null, "llm-analysis_reason": str}, ...}
-A null means the tool has no model of that hardware or option (the reason says which); no number
-is ever filled in by hand. A non-null reason says exactly how the figure was obtained.
-
-Metric, from each tool's times (the row's unit):
-    per_gpu     batch * output_len / (ttft + total decode time) / chips
-    throughput  batch * output_len / (ttft + total decode time)   (static batch)
-    per_user    1 / (mean decode step time), batch 1
-    ttft        the prefill's time, in seconds
-
-Row mapping, common to both tools:
-    target      h100 -> H100 SXM 80GB, a100 -> A100 SXM 80GB, h200 -> H200 141GB, tpu-v5e -> TPU v5e,
-                wse-3 -> Cerebras WSE-3, groq-lpu -> Groq LPU; each tool's own shipped config, or null
-    chips       the tensor-parallel degree (pipeline 1, data/expert parallel 1); chips None: the
-                fewest of 1, 2, 4, 8, 16, 32, 64 that the tool's own memory check accepts
-    batch       the static batch; "max": the largest batch the tool says fits in memory at the
-                row's full context (input_len + output_len), capped at 2048
-    model       the dimensions of reference/models.toml (layers, d_model, heads, kv heads, d_ff,
-                vocab); the published 3.3/3-70B and 3-8B names are the 3.1 configs, as in serving_rows
-
-GenZ (package `GenZ`, with its `Systems.system_configs`):
-    systems     h100 -> 'H100_GPU' (989 TFLOPS, 80 GB, 3400 GB/s, ICN 450), a100 -> 'A100_80GB_GPU'
-                (312 TFLOPS, 80 GB, 2039 GB/s), tpu-v5e -> 'TPUv5e' (197 TFLOPS, 16 GB, 820 GB/s);
-                no H200 ('GH200_GPU', 144 GB / 4900 GB/s, is a different part: not used), no WSE-3,
-                no Groq LPU -> null
-    models      GenZ's shipped configs by name, checked against models.toml at start-up (layers,
-                d_model, heads, kv heads, d_ff, vocab, num_ffi=2 i.e. gated MLP):
-                'meta-llama/Llama-2-7B', 'meta-llama/Llama-2-13B', 'meta-llama/Llama-2-70B',
-                'meta-llama/Llama-3.1-8B', 'meta-llama/Llama-3.1-70B', 'meta-llama/Llama-3.1-405B'
-                (not 'meta-llama/meta-llama-3.1-70b', which GenZ aliases to the Llama-2-70B config)
-    precision   GenZ has one `bits` for weights, activations and KV cache: fp8 -> bits='fp8'
-                (w8a8 + fp8 KV, compute x2), fp16/bf16 -> bits='bf16', int8 -> bits='int8' (int8
-                weights, activations and KV; GenZ cannot keep activations at 16 bits)
-    prefill     GenZ.prefill_moddeling(model=NAME, batch_size=B, input_tokens=input_len,
-                system_name=SYSTEM, bits=BITS, tensor_parallel=TP)  -> ['Latency'] ms = ttft
-    decode      GenZ.decode_moddeling(model=NAME, batch_size=B, input_tokens=input_len,
-                output_tokens=j, Bb=1, system_name=SYSTEM, bits=BITS, tensor_parallel=TP)
-                -> ['Latency'] ms = the step whose KV cache holds input_len + j tokens. Bb=1: greedy
-                serving, one sequence per request (decode_moddeling's own default is Bb=4, a beam
-                of 4, which would quadruple the decoded batch). The steps j = 1 .. output_len-1 (the
-                first output token comes from the prefill) are summed from the steps at j = 1, the
-                middle and output_len-1, linearly interpolated between them (the step is linear in
-                the cache length within a roofline regime).
-    defaults    system_eff=1 (GenZ's default; compute and memory efficiency 1), pipeline_parallel=1,
-                expert_parallel=1, collective_strategy='GenZ', network_config=None,
-                model_offload=False, debug=False
-    fits        GenZ raises ValueError("All params would not fit on chip") when weights + KV cache
-                per chip exceed the system's memory: that check is "fits" (for chips None, and for
-                batch "max", by bisection on decode_moddeling at j = output_len)
-
-llm-analysis (package `llm_analysis`):
-    gpus        llm_analysis.config.get_gpu_config_by_name: h100 -> 'h100-sxm-80gb' (989 TFLOPS fp16,
-                1979 int8/fp8, 3350 GB/s, 450 GB/s NVLink), a100 -> 'a100-sxm-80gb'; it ships no
-                H200, TPU, WSE-3 or Groq config -> null
-    models      llm_analysis.config.ModelConfig(name, num_layers, n_head, hidden_dim, vocab_size,
-                max_seq_len, num_key_value_heads, ffn_embed_dim=3*d_ff/2, expansion_ratio=
-                ffn_embed_dim/hidden_dim, model_type='llama') from models.toml: llm-analysis models
-                an MLP as two matrices (2*hidden*ffn parameters), so 3/2*d_ff gives the gated
-                (SwiGLU, three-matrix) MLP its true parameter count and FLOPs. Its shipped Llama
-                configs (and its Hugging Face path) use ffn = 4*hidden, which miscounts the MLP.
-                It counts one (shared) embedding matrix, its own convention, left as is.
-    precision   dtype configs get_dtype_config_by_name: fp8 -> 'w8a8e16' (8-bit weights and
-                activations, 8-bit KV cache by its default = activation bits, GEMMs at
-                peak_i8_TFLOPS), fp16/bf16 -> 'w16a16e16', int8 -> 'w8a16e16' with
-                kv_cache_dtype_bytes=1 (int8 weights and KV cache)
-    call        LLMAnalysis(model_config, gpu_config, dtype_config,
-                ParallelismConfig(tp_size=TP, pp_size=1, dp_size=1)) with its default efficiencies
-                (flops_efficiency, hbm_memory_efficiency, intra/inter_node_memory_efficiency all
-                None/1.0 -> 1), then .inference(batch_size_per_gpu=B, seq_len=input_len,
-                num_tokens_to_generate=output_len) with its defaults (use_kv_cache=True,
-                layernorm_dtype_bytes=2, ds_zero NONE). batch_size_per_gpu is the batch of the one
-                tensor-parallel replica.
-    figures     ttft = ['prefill_latency']; throughput = ['total_tokens_per_sec'] = B * output_len /
-                (prefill_latency + output_len * decode_latency) (the tool's own end-to-end figure:
-                output_len decode steps, each at the final cache length input_len + output_len);
-                per_user = 1 / ['decode_latency'] at B = 1
-    fits        its assertions ("model is too large", "... too large to fit in GPU memory"); batch
-                "max" = min(['decode_max_batch_size_per_gpu'], ['prefill_max_batch_size_per_gpu'],
-                2048) from a batch-1 run, then a run at that batch
+it imports neither torch, jax nor this project's packages. Prints one JSON object to stdout
+({"ROW_ID": {"genz": float|null, "genz_reason": str, ...}}; a null says the tool has no model of
+that hardware or option). How each row maps onto each tool's calls and defaults:
+docs/benchmarks.md, "How the peers are run".
 
 Usage: .venv-peers/bin/python benchmarks/peers.py [ROW_ID ...]   (or `make bench-peers`)
-GenZ writes its operator CSVs under /tmp/genz/data/ (its fixed DATA_PATH).
 """
 
 from __future__ import annotations

@@ -1,123 +1,8 @@
 """The host CPU's calibration: which kernels to time, how each fitted value follows from them,
 and the target file they make. Timing itself is the application's (landscape/host_measure.py);
-this module imports neither torch nor jax.
-
-Rows (ids H01...; median seconds of one call, with its interquartile range), sized from the
-caches the operating system reports (hardware_models/host.py), so another machine gets its own:
-    H01 eager      a + b of 1-element f32 tensors        fitted.eager_dispatch_s    = t(H01)
-    H02 eager      the same inside an nn.Module's forward fitted.eager_module_call_s = t(H02) - t(H01)
-    H03, H04 inductor  a chain of 1 and of 16 dependent 8 x 8 matmuls, torch.compile'd (no two
-                   fuse: each is a kernel of its own)  fitted.inductor_kernel_s = (t(H04) - t(H03)) / 15,
-                                                        fitted.inductor_call_s = t(H03) - kernel_s
-    H05, H06 xla   the same chains, jax.jit'ed          fitted.xla_kernel_s, fitted.xla_call_s alike
-    H07-H14 eager  c = a + b (f32, out= preallocated) at two total sizes inside each level,
-                   1/8 and 1/2 of a private cache (L1d, L2), 1/16 and 1/4 of a shared one (L3:
-                   other cores and tenants take part of it), and 2x and 8x the last level (DRAM):
-                   levels.X.bytes_per_s = (bytes(hi) - bytes(lo)) / (t(hi) - t(lo)), the slope,
-                   so the dispatch cancels; where t(hi) - t(lo) is inside the rows' IQR (noise
-                   swamps a few hundred ns): bytes(hi) / (t(hi) - t(H01))
-    H15-H17 eager  square GEMM in f32 (1024), bf16 and f16 (512)
-                   fitted.gemm_D_flop_per_s = 2 n^3 / (t - t(H01))
-    H18 xla        square GEMM in f32 (1024), jax.jit   fitted.xla_gemm_f32_flop_per_s = 2 n^3 / (t - t(H05))
-    H19 eager      mean of a 1 x 1 tensor, which ATen runs as N nested ops (sum, div_, ...: the
-                   row's size, counted by the same tracer that validate uses)
-                   fitted.eager_nested_s = (t(H19) - t(H01)) / N
-    H20, H21       a sum of ARGS 1-element arguments, torch.compile'd and jax.jit'ed: each argument is
-                   checked by a guard (Inductor) or flattened and handed to the executable (XLA)
-                   fitted.R_arg_s = (t - t(loop call)) / (ARGS - 2), the loop call row taking two arguments
-    H22...         y = F(x) of n = UNARY_N f32 elements (x: ANGLE_FUNCTIONS' arguments below; 16 grains, so every runtime uses every core;
-                   2 MiB in, 2 MiB out: inside L3 and compute-bound, so the kernel's time is its
-                   arithmetic) for each function F of FUNCTIONS, through each runtime (eager also
-                   times ATen's own GELU, SiLU, LayerNorm and softmax kernels, EAGER_KERNELS; the
-                   last two over rows of REDUCE_ROW, LayerNorm with its weight and bias as nn.LayerNorm
-                   runs it: without them ATen's path is 3x slower): each math library has its own polynomials, and their costs
-                   differ by 10x between functions and runtimes
-                   fitted.R_F_per_s = n / (t - t(loop call)): H01 eagerly, the one-add program
-                   compiled (below): the runtime's cost of a call of one tiny loop
-    H55...         a 3 x 3 convolution (padding 1; NCHW in PyTorch, NHWC in JAX, as each side's
-                   catalogue entry runs it) through each runtime at four shapes (CONV_SHAPES): its
-                   own library kernel (oneDNN under eager and Inductor, XLA:CPU's own), whose time is
-                       t = base + fixed + F / (rate * K / (K + K0)),   K = c_in * 3 * 3
-                   a fixed cost per call far above a GEMM's (oneDNN's for a batch of images several
-                   times its one image's), and a rate that falls with the reduction depth K (each
-                   output's K multiply-adds amortize its tile's loads and stores: K0 is the depth
-                   at which the rate halves). Rows: tiny (1 image, 4 -> 4, 4 x 4), tiny batched
-                   (2 images), shallow (2 x 4 -> 64, 32 x 32: K = 36) and deep (2 x 64 -> 64: K = 576),
-                   base = t(H01, H03 or H05):
-                   fitted.R_conv_s = t(tiny) - base;  fitted.R_conv_batched_s = t(tiny batched) - base
-                   (each less its own 9 kFLOP at the fit below: the four formulas are iterated 3 times)
-                   r = ((t(shallow) - base - batched) / F(shallow)) / ((t(deep) - base - batched) / F(deep))
-                   fitted.R_conv_depth = K0 = (r - 1) / (1 / K(shallow) - r / K(deep)), at least 0
-                   fitted.R_conv_flop_per_s = F(deep) * (1 + K0 / K(deep)) / (t(deep) - base - batched)
-    then           a + b of 1-element tensors, torch.compile'd (inside an nn.Module, as every
-                   compiled row and every user's compiled model) and jax.jit'ed: the call of a
-                   program of loops alone, which calls no library (the GEMM programs' call wakes its threads)
-                   fitted.R_loop_call_s = t - fitted.R_kernel_s
-                   a sum over each row of REDUCE_ROW elements, UNARY_N in all, through each runtime
-                   (XLA:CPU runs a reduction as a kernel of its own, far below streaming speed)
-                   fitted.R_reduce_per_s = n / (t - t(loop call))
-                   square f32 GEMMs of 128 and 256 (XLA_GEMM_CURVE), eagerly and jax.jit'ed: a small
-                   and a middle GEMM's rates, which with the large one's give the rate's growth
-                   with size (cost/cpu.py size_factor)
-                   fitted.gemm_f32_{small,mid}_flop_per_s, fitted.xla_gemm_f32_{small,mid}_flop_per_s as H15, H18
-                   scaled dot-product attention of SDPA_SHAPE (b, h, t, d), eagerly: ATen's fused
-                   attention pays per query row (its online softmax's bookkeeping) far above its FLOPs
-                   fitted.eager_sdpa_row_s = (t - t(H01)) / (b * h * t)
-                   1 and 16 independent DOT_N^3 dots summed into one output, jax.jit'ed: an
-                   XLA:CPU dot is a library call with a fixed cost (5-10 us here) that the
-                   dependent 8 x 8 chain of H06 does not show (XLA runs that one inline)
-                   fitted.xla_dot_s = (t(16) - t(1)) / 15 - 2 DOT_N^3 / (the small GEMM row's rate)
-                   16 GEMMs of COLD_GEMM (m, k, n) = (32, 256, 512), eagerly (F.linear) and
-                   jax.jit'ed, reading one weight 16 times, then W distinct weights (512 KiB each,
-                   4x the private caches together): a weight that is not in a core's own caches is
-                   streamed while the GEMM packs it, far below any stream row's bandwidth
-                   fitted.gemm_cold_bytes_per_s, fitted.xla_gemm_cold_bytes_per_s
-                       = 16 * 512 KiB / (t(W weights) - t(one weight))
-    then           a square f32 GEMM of TINY_GEMM_N = 32 (65 kFLOP), eagerly: MKL's rate at the size
-                   of an MoE expert's few routed rows, an eighth of its 128^3 rate here (the tiny
-                   end of the curve; XLA's tiny dots have fitted.xla_dot_s instead)
-                   fitted.gemm_f32_tiny_flop_per_s = 2 n^3 / (t - t(H01))
-                   a + p inside an nn.Module whose forward reads p, its own 1-element nn.Parameter:
-                   Module.__getattr__ fetches it and the op takes a Parameter (a tensor subclass)
-                   fitted.eager_param_s = t - t(H02)
-                   x.index_add(0, rows, y) of INDEX_ADD_SHAPE (4 rows of 64 into 16): ATen
-                   expands the index over each row, sorts it and runs threaded regions, at any
-                   number of rows (9-12 us here on two threads, 5 on one; rows of one element
-                   cost less, 4.4 us, and are charged this row's cost too); N nested ops, the
-                   row's size, counted by the tracer that validate uses
-                   fitted.eager_index_add_s = t - t(H01) - N * fitted.eager_nested_s
-                   c = a + b jax.jit'ed at the largest power of two of elements within the last
-                   cache's larger stream row: XLA:CPU's loops streamed at half of ATen's two-thread
-                   bandwidth here (61 against 144 GB/s at 524,288 elements), and at a quarter at
-                   the stream rows' own odd lengths (37 GB/s at 699,050: XLA splits such a loop
-                   less well), so the row takes the length a model's tensors have
-                   fitted.xla_stream_bytes_per_s = bytes / (t - t(XLA's loop call))
-                   ATen's own kernels (EAGER_KERNELS) on KERNEL_CALL_N = 1024 elements: each pays
-                   a fixed cost per call beside its work (GELU's 7-9 us here at 1,024 or 4,096
-                   elements, where SiLU's is ~0), its work on one core (below the grain)
-                   fitted.eager_F_s = t - t(H01) - n * cores / fitted.eager_F_per_s
-                   y = x.T * 2 of x [STRIDED_ROWS, c], jax.jit'ed (a loop that reads its operand
-                   transposed, c elements apart, as XLA:CPU's loop after an attention's dot does)
-                   at two strides sized from the L1 (bytes / ways = its set span S: 4 KiB here):
-                   c = S / 4 (every read maps to one set: a conflicting stride, cost/cpu.py
-                   strided_read) and c = (S + its line) / 4 (one line more: the reads spread over
-                   every set); here 1.6-2.2 and 0.3-0.5 ns an element, an add's 0.07-0.1
-                   fitted.xla_conflict_per_s, fitted.xla_strided_per_s = STRIDED_ROWS * c / (t - t(XLA's loop call))
-                   x [1, GEMV_N] @ W [GEMV_N, GEMV_N], eagerly (F.linear) and jax.jit'ed: a GEMM of
-                   one row, which the library runs as a matrix-vector product reading W whole
-                   (cost/cpu.py gemm_seconds, its rows term)
-                   fitted.gemv_bytes_per_s, fitted.xla_gemv_bytes_per_s = GEMV_N^2 * 4 / (t - t(H01 or H05))
-                   a 3 x 3 convolution of EIGEN_CONV_SHAPE (2 x 16 -> 16, 32 x 32), jax.jit'ed: the
-                   most channels XLA:CPU keeps from YNNPACK, so its own convolution runs, whose
-                   time follows the output pixels (cost/cpu.py xla_eigen_conv; the tiny conv rows
-                   run there too, and give its fixed costs)
-                   fitted.xla_conv_pixel_s = (t - t(H05) - fitted.xla_conv_batched_s) / (2 * 32 * 32)
-    and, from the weights rows of one weight (COLD_GEMM, m = 32 rows: skinny), the packing a BLAS
-    does beyond a square GEMM of the same FLOPs (gemm_seconds, its square term), per GEMM:
-                   left = (t - t(H01)) / 16 - 2mkn / curve rate    (XLA: (t - t(H05)) / 16 - xla_dot_s - ...)
-                   fitted.gemm_pack_bytes_per_s, fitted.xla_gemm_pack_bytes_per_s = (k * max(m, n) - (mkn)^(2/3)) * 4 / left
-Nothing is fitted twice; `landscape validate host-cpu` checks the fits on kernels none of these
-rows ran (the catalogue's, at two sizes, three ways).
+this module imports neither torch nor jax. The rows (H01...) and the formula of each fitted
+value: docs/host-cpu.md, "The calibration rows". Nothing is fitted twice; `landscape validate
+host-cpu` checks the fits on kernels none of these rows ran.
 """
 
 from __future__ import annotations
@@ -401,7 +286,7 @@ def _rows(measured: list[Measured], what: str, wanted, count: int) -> list[Measu
 
 
 def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
-    """Every fitted value (key -> (value, the rows it came from)), by the module doc's formulas;
+    """Every fitted value (key -> (value, the rows it came from)), by the formulas of docs/host-cpu.md's calibration rows;
     `cores`: the machine's (a small kernel's row runs on one of them)."""
     by = {m.spec.id: m for m in measured}
     t = {k: m.median_s for k, m in by.items()}
@@ -544,7 +429,7 @@ class _Fits(dict):
 
 
 def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str]]:
-    """The GEMM library's packing and one-row rates (module doc), per library."""
+    """The GEMM library's packing and one-row rates (docs/host-cpu.md's calibration rows), per library."""
     from hardware_models.cost.cpu import gemm_rate
 
     fits = _Fits({k: v for k, (v, _) in out.items()})

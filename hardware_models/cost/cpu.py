@@ -1,88 +1,10 @@
 """The host-CPU model: cores with vector units behind a cache hierarchy, caches kept warm.
 
-Rates (from the target file; every fitted one measured on the machine by `landscape calibrate
-host-cpu`, hardware_models/host_calibration.py, which names the rows each comes from):
-    GEMM        fitted.gemm_<dtype>_flop_per_s: the framework's GEMM library (oneDNN/MKL under
-                PyTorch eager and Inductor; XLA:CPU's own: fitted.xla_gemm_f32_flop_per_s, other
-                types at the ratio PyTorch measured) at a compute-bound size; 16-bit types without
-                AVX512_BF16/AMX convert to f32, which is why they are measured, not derived;
-                a smaller GEMM runs slower, from smaller square f32 rows per library
-                (`size_factor`: straight in log FLOPs between neighbouring rows, one batch member's FLOPs)
-    reductions  fitted.<runtime>_reduce_per_s: elements a row reduction reads per second (a
-                reduce in a fused loop, an ATen sum/mean/amax... eagerly), in place of its FLOPs
-    vector      cores * f32 lanes * clock element operations per second (derived); a fused loop
-                that gathers, scatters, pads or slices dynamically (SCALAR_LOOP_OPS) is not
-                vectorized by Inductor's C++ backend nor XLA:CPU (each element picks its source
-                with an index it loads or a branch): it runs at cores * clock, one element op per
-                cycle. A concatenate is vector work: Inductor writes each input into its slice of
-                the output with vector stores (its ConcatKernel), XLA:CPU's fused loop selects
-                between whole vectors (rotate_half's cat in a [8, 8, 512, 64] loop: 490 us against
-                364 us without it here, where one op per cycle would take 2 ms)
-    transcendentals  fitted.<runtime>_<function>_per_s, one rate per function and runtime (ATen's
-                and Inductor's Sleef-based vectors, XLA:CPU's inlined polynomials: tanh costs
-                3-5x XLA's in ATen, rsqrt 10-15x ATen's in XLA here); a function without a row of its own costs
-                what its runtime's exponential costs; eager ATen kernels that are their own
-                (gelu, silu, layer_norm, softmax: `FrameworkOp.function`) have their own rows or exp's
-    levels      each level's bytes_per_s, measured by streaming c = a + b through it (ATen, on every
-                core); XLA:CPU's kernels stream at most at fitted.xla_stream_bytes_per_s (`stream_bandwidth`)
-    transposed reads  XLA:CPU's loop reads an operand it transposes one element at a time, each a
-                stride apart: a transpose whose result's innermost dimension is read a cache line or
-                more apart (`strided_read`) costs its elements at fitted.xla_strided_per_s, or at
-                fitted.xla_conflict_per_s when the stride maps every read to a few L1 sets (a
-                power-of-two stride such as an attention's 1,024 scores: x.T * 2 of [1024, 1024]
-                ran 1.6-2.2 ns an element here, of [1024, 1040] 0.3-0.5, an add 0.07-0.1);
-                the scores' transpose of XLA's attention at 256 tokens, 1 M elements, took
-                1.5 ms. Inductor's C++ loops transpose in vector tiles and stream (the same
-                [1024, 1024] x.T * 2 ran at an add's speed): no such cost
-Threads: ATen splits an op over the cores only above its grain size (GRAIN elements), and
-    Inductor's and XLA:CPU's loops likewise; below it one core does the work, so the vector and
-    transcendental rates (measured on every core: the calibration's exp row is 4 grains long)
-    are divided by the cores (`threads`).
-Working set (caches warm, as in a benchmark loop that calls the kernel again and again):
-    footprint = the kernel's inputs + outputs; its level = the innermost level whose capacity
-    (all instances) holds the footprint, else DRAM
-A compiled kernel (a group of the plan):
-    contraction  compute_s = its GEMM's time (`gemm_seconds`: the square rows' curve, a skinny
-                 GEMM's packing, or a matrix-vector product per row); busy_s = that time scaled by
-                 padded / useful FLOPs (n padded to whole vectors, pad_to_tiles), + its epilogue at the vector rate; a
-                 convolution runs at fitted.<runtime>_conv_flop_per_s * K / (K + K0) instead
-                 (K: its reduction depth, c_in * kernel taps; K0: fitted.<runtime>_conv_depth) and
-                 adds the library's fixed cost per call, fitted.<runtime>_conv_s for one image,
-                 fitted.<runtime>_conv_batched_s for several (all measured apart: oneDNN's and
-                 XLA:CPU's convolutions are not their GEMMs); XLA:CPU's own convolution, which
-                 runs those of at most 16 channels in and out (`xla_eigen_conv`), takes
-                 fitted.xla_conv_pixel_s per output pixel instead of a rate
-    fusion       compute_s = FLOPs / vector rate + sum over functions of evaluations / its rate, each
-                 member op counted as often as the fused loop evaluates it (`evaluations`),
-                 + XLA's transposed reads / their rate (above)
-    time_s = max(busy_s, compute_s, footprint / bandwidth of its level) + the runtime's
-             per-kernel cost (fitted.inductor_kernel_s, fitted.xla_kernel_s)
-    attention  (Inductor: fuse_attention, as its output code calls ATen's flash attention for
-             CPU) `attention_seconds`, the eager kernel's cost, + fitted.inductor_kernel_s
-    weights  a program whose GEMMs' arguments (weights) outgrow the private caches pays their
-             bytes at the measured cold-weight rate on top (`cold_weight_seconds`: MoE's experts,
-             8 x 1.5 MiB here, ran 1.6x their warm time)
-    an XLA dot  + fitted.xla_dot_s, its library call's fixed cost (independent dots measured)
-    a call   fitted.<runtime>_call_s, or fitted.<runtime>_loop_call_s for a program with no
-             contraction (no GEMM library to call; host_runtime.py adds it)
-An eager op (`eager_op_seconds`): the same max over one ATen op's bytes, FLOPs, reduced elements
-and transcendentals (a convolution: its FLOPs at the conv rate + its fixed cost, as above; the fused
-attention: + fitted.eager_sdpa_row_s per query row), + fitted.eager_dispatch_s
-(fitted.eager_nested_s when another op's C++ calls it); ATen's own GELU, SiLU, LayerNorm and
-softmax kernels add fitted.eager_<kernel>_s, each its measured fixed cost; an index_add (SORTED_SCATTERS) adds
-fitted.eager_index_add_s, its sort and threaded regions (7-9 us above a dispatch here, on two threads).
-
-Recomputation in fused loops (`evaluations`): Inductor and XLA inline an elementwise producer into
-its consumer's loop instead of writing it out, so a producer broadcast into a larger consumer is
-evaluated again for every iteration of the loops it does not vary in, when they are outside the
-loops it does (RoPE's cos and sin of [t, d], inlined into the [b, n, t, d] rotation, run b * n
-times); a loop it does not vary in, inside, is hoisted by the C++ compiler (a LayerNorm's rsqrt
-of [m, 1] in the [m, d] loop runs m times). Walking the group backwards:
-    evaluations(a group output) = 1
-    evaluations(operand of broadcast_in_dim) = evaluations(result) * product of the result's
-        extents over the dimensions the operand does not vary along (unmapped, or mapped from an
-        extent of 1) that lie before the last one it varies along
-    evaluations(operand of any other member) = evaluations(result)      (the largest demand wins)
+Every rate is the target file's, each fitted one measured on the machine (`landscape calibrate
+host-cpu`; hardware_models/host_calibration.py names its rows). The formulas, rate by rate and
+kernel by kernel (GEMM, reductions, vector, transcendentals, levels, transposed reads, threads,
+the working set, a compiled kernel, an eager op, recomputation in fused loops):
+docs/host-cpu.md, "The cost model, formula by formula".
 
 Worked number (this repository's host-cpu.toml): a 1024^3 f32 GEMM is 2.147e9 FLOPs; at the
 fitted rate r its time is 2.147e9 / r + the kernel's fixed cost.
@@ -115,7 +37,7 @@ GEMM_DTYPES = {"f32": "f32", "bf16": "bf16", "f16": "f16", "f64": "f32"}
 # routed experts add their rows back this way): ATen sorts the index and runs threaded regions
 # at any size, a fixed cost far above a dispatch (fitted.eager_index_add_s).
 SORTED_SCATTERS = frozenset({"index_add", "index_add_"})
-# Ops whose element index decides where it reads from: a loop holding one runs scalar (module doc);
+# Ops whose element index decides where it reads from: a loop holding one runs scalar (docs/host-cpu.md);
 # concatenate is not among them (its sources are whole slices).
 SCALAR_LOOP_OPS = frozenset({"gather", "scatter", "pad", "dynamic_slice", "dynamic_update_slice", "select_and_scatter"})
 # The share of a cache that several cores share (on a virtual machine, other tenants' cores too)
@@ -287,7 +209,8 @@ def _broadcast_factor(op) -> int:
 
 
 def evaluations(plan: Plan, group: Group) -> dict[int, int]:
-    """Member op index -> how many times the fused loop evaluates each of its elements (module doc).
+    """Member op index -> how many times the fused loop evaluates each of its elements
+    (docs/host-cpu.md, "Recomputation in fused loops").
     Broadcasts and reshapes form no kernel of their own (plan.value_graph sees through them), so
     an operand is followed back through them to the member that produced it."""
     members = list(group.members)
@@ -433,7 +356,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
     flops, trans = fused_work(module, plan, group, runtime)
-    if runtime == "xla":  # XLA:CPU's loop reads a transposed operand element by element (module doc)
+    if runtime == "xla":  # XLA:CPU's loop reads a transposed operand element by element (docs/host-cpu.md)
         for i, n in evaluations(plan, group).items():
             elements, conflict = strided_read(plan.ops[i].op, target)
             if elements:
