@@ -19,7 +19,7 @@ PEERS_STAMP := $(PEERS_VENV)/.installed-stamp
 PEERS_LOAD_VENV := .venv-peers-load
 PEERS_LOAD_STAMP := $(PEERS_LOAD_VENV)/.installed-stamp
 
-.PHONY: setup scalesim torch-xla demo lint test test-core notebooks calibrate validate bench bench-peers peers-load mutation clean
+.PHONY: setup scalesim torch-xla demo lint test test-core notebooks calibrate validate bench bench-peers peers-load mutation docs clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -134,6 +134,12 @@ mutation: setup $(MUTMUT_STAMP)
 	rm -rf mutants
 	HYPOTHESIS_PROFILE=mutation $(BIN)/mutmut run --max-children $(PYTEST_WORKERS) > mutants.log 2>&1 || (tail -c 2000 mutants.log; exit 1)
 	$(BIN)/python benchmarks/mutation_report.py --check 90
+
+# The measured tables and figures of docs/, regenerated from benchmarks/results/*.csv (no benchmark
+# is rerun: run `make bench` first for new figures); tests/test_docs_fresh.py fails while one is stale.
+docs: setup
+	$(BIN)/python benchmarks/serving_load.py --render
+	$(BIN)/python benchmarks/docs_tables.py
 
 clean:
 	rm -rf $(VENV) $(SCALESIM_VENV) $(TORCHXLA_VENV) $(PEERS_VENV) $(PEERS_LOAD_VENV) build *.egg-info .hypothesis mutants mutants.log

@@ -4,6 +4,7 @@ relative link leads somewhere, and the README stays a front door that links ever
 import importlib.util
 import pathlib
 import re
+import sys
 
 import pytest
 
@@ -13,6 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 def _module(path: pathlib.Path):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass of the module looks its module up there
     spec.loader.exec_module(module)
     return module
 
@@ -29,6 +31,23 @@ def test_the_benchmarks_serving_load_table_is_generated_from_the_csvs():
     text = bench.TABLE_PAGE.read_text()
     assert bench.BEGIN in text and bench.END in text, f"{bench.TABLE_PAGE.name} lost its serving-load markers"
     assert bench.render_table_page(text) == text, "rerun python benchmarks/serving_load.py --render"
+
+
+def test_every_generated_block_is_what_make_docs_makes_of_the_csvs():
+    """Property: each measured table between `generated:` markers equals its render from
+    benchmarks/results/*.csv, every marker names a known block and every block is used."""
+    tables = _module(ROOT / "benchmarks" / "docs_tables.py")
+    assert tables.stale_pages() == [], "run make docs"
+    assert tables.used_blocks() == set(tables.BLOCKS)
+
+
+def test_a_stale_generated_block_is_found_and_rewritten():
+    tables = _module(ROOT / "benchmarks" / "docs_tables.py")
+    fresh = (ROOT / "docs" / "lowering.md").read_text()
+    stale = fresh.replace("| gpt2-small | torch | 1024 |", "| gpt2-small | torch | 9999 |", 1)
+    assert stale != fresh and tables.regenerate(stale) == fresh
+    with pytest.raises(SystemExit, match="unknown generated block 'nope'"):
+        tables.regenerate("<!-- generated: nope from benchmarks/docs_tables.py -->\nx\n<!-- end generated: nope -->")
 
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "README.md"]

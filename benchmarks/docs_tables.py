@@ -1,0 +1,241 @@
+"""`make docs`: the measured tables and figures of docs/, regenerated from benchmarks/results/*.csv.
+
+A generated block sits between `<!-- generated: NAME from benchmarks/docs_tables.py -->` and
+`<!-- end generated: NAME -->`; BLOCKS maps each NAME to the CSV it reads and the function that
+renders it. `python benchmarks/docs_tables.py` rewrites every block of README.md and docs/*.md;
+`--check` exits 1 naming the stale ones (tests/test_docs_fresh.py asserts the same). A benchmark
+that writes a new CSV changes the docs with one `make docs`, never by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
+BLOCK = re.compile(
+    r"(<!-- generated: (?P<name>[\w-]+) from benchmarks/docs_tables.py -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
+    re.S,
+)
+
+
+def _rows(csv_name: str) -> list[dict[str, str]]:
+    with open(RESULTS / csv_name, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _sig(x: float, digits: int = 3) -> str:
+    """x to `digits` significant figures, trailing zeros kept (0.070, 14.7, 0.300)."""
+    return f"{x:#.{digits}g}".rstrip(".")
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)]) + "\n"
+
+
+def lowering() -> str:
+    """lowering.csv (benchmarks/lowering_scale.py): one row per model and side."""
+    header = ["model", "side", "seq", "import (s)", "lower + IR (s)", "peak RSS (GB)", "driver's peak (GB)"]
+    header += ["IR ops", "FLOPs", "weight bytes"]
+    return _table(
+        header,
+        [
+            [
+                r["model"],
+                r["side"],
+                r["seq"],
+                f"{float(r['import_s']):.2f}",
+                f"{float(r['lower_s']):.2f}",
+                f"{float(r['peak_rss_gb']):.2f}",
+                f"{float(r['driver_peak_rss_gb']):.2f}" if r["driver_peak_rss_gb"] else "-",
+                r["ir_ops"],
+                f"{float(r['flops']):.3e}",
+                f"{int(r['param_bytes']) / 1e9:.1f} GB",
+            ]
+            for r in _rows("lowering.csv")
+        ],
+    )
+
+
+def layer_scaling() -> str:
+    """layer_scaling.csv (benchmarks/layer_scaling.py): regional against flat, by layer count."""
+    rows = _rows("layer_scaling.csv")
+    by = {(r["mode"], int(r["layers"])): r for r in rows}
+    layers = sorted({int(r["layers"]) for r in rows})
+
+    def line(label, mode, cell):
+        return [label, *(cell(by[mode, n]) if (mode, n) in by else "-" for n in layers)]
+
+    def timing(r):  # as the benchmark rounded them
+        return f"{r['lower_s']} + {r['analyse_s']}"
+
+    def both(n):
+        r, f = by.get(("regional", n)), by.get(("flat", n))
+        return f"{r['predicted_ms']} / {f['predicted_ms']}" if r and f else "-"
+
+    return _table(
+        ["layers", *map(str, layers)],
+        [
+            line("regional: lowering + analysis (s)", "regional", timing),
+            line("regional: peak memory (GB)", "regional", lambda r: f"{float(r['peak_rss_gb']):.2f}"),
+            line("flat: lowering + analysis (s)", "flat", timing),
+            line("flat: peak memory (GB)", "flat", lambda r: f"{float(r['peak_rss_gb']):.2f}"),
+            ["predicted prefill, regional / flat (ms)", *(both(n) for n in layers)],
+        ],
+    )
+
+
+def seventy_b_decode() -> str:
+    """estimates.csv (benchmarks/estimates.py): llama-3.1-70b's decode step from JAX's lowering,
+    on every target, fastest first, each with the chips (wafers) it takes."""
+    from hardware_models.target import get_target
+
+    rows = [
+        r for r in _rows("estimates.csv") if (r["model"], r["mode"], r["side"]) == ("llama-3.1-70b", "decode", "jax")
+    ]
+    parts = []
+    for r in sorted(rows, key=lambda r: float(r["total_ms"])):
+        chips, unit = int(r["chips"]), get_target(r["target"]).family_record.chip_unit
+        parts.append(f"{r['target']} {_sig(float(r['total_ms']))} ms on {chips} {unit}{'s' if chips != 1 else ''}")
+    return "For example `llama-3.1-70b` decode (JAX), fastest first: " + ", ".join(parts) + ".\n"
+
+
+RUNTIMES = {"eager": "PyTorch eager", "inductor": "torch.compile (Inductor)", "xla": "jax.jit (XLA:CPU)"}
+
+
+def host_cpu_validate() -> str:
+    """host_cpu_validate.csv (benchmarks/host_cpu_validate.py): per runtime, the median |error|,
+    the rows within 2x and the worst ratio (max of predicted / measured and its inverse)."""
+    rows = _rows("host_cpu_validate.csv")
+
+    def summary(label, group):
+        ratios = [max(p / m, m / p) for m, p in ((float(r["measured_s"]), float(r["predicted_s"])) for r in group)]
+        median = statistics.median(abs(float(r["error"])) for r in group)
+        return [label, str(len(group)), f"{median:.1%}", str(sum(q <= 2 for q in ratios)), f"{max(ratios):.2f}x"]
+
+    body = [summary(label, [r for r in rows if r["runtime"] == rt]) for rt, label in RUNTIMES.items()]
+    return _table(["runtime", "rows", "median \\|error\\|", "within 2x", "worst ratio"], [*body, summary("all", rows)])
+
+
+UNITS = {"per_gpu": "tok/s/GPU", "throughput": "tok/s", "per_user": "tok/s per user", "ttft": "s to first token"}
+
+
+def _error(figure: str, published: float) -> str:
+    if not figure:
+        return "-"
+    e = float(figure) / published - 1
+    return f"{'+' if e >= 0 else '−'}{abs(e):.0%}"
+
+
+def serving_accuracy() -> str:
+    """serving_accuracy.csv (benchmarks/serving_accuracy.py): each published row's error for
+    landscape and the two peers (a dash: the tool has no model of it), the comparable rows first
+    with the medians, then the rows that cannot be compared, with why."""
+    from hardware_models.serving_rows import ROWS
+
+    spec = {r.id: r for r in ROWS}
+    rows = _rows("serving_accuracy.csv")
+    tools = (("landscape", "predicted"), ("GenZ", "genz"), ("llm-analysis", "llm-analysis"))
+
+    def described(r):
+        row = spec[r["id"]]
+        chips = int(r["chips"])
+        batch = "max load" if row.batch == "max" else r["batch"]
+        system = f"{chips}× {r['target']}" if chips > 1 else r["target"]
+        return (
+            f"{system}, {r['model']} {r['precision']}, {batch}, {row.input_len}/{row.output_len} ({UNITS[r['metric']]})"
+        )
+
+    def cells(r):
+        return [r["id"], described(r), r["published"], *(_error(r[col], float(r["published"])) for _, col in tools)]
+
+    comparable = [r for r in rows if r["comparable"] == "True"]
+    others = [r for r in rows if r["comparable"] != "True"]
+    header = ["row", "system, model, precision, batch, in/out", "published", *(t for t, _ in tools)]
+
+    def summary(group, label):
+        parts = []
+        for tool, col in tools:
+            errors = [abs(float(r[col]) / float(r["published"]) - 1) for r in group if r[col]]
+            if errors:
+                within = sum(0.5 <= float(r[col]) / float(r["published"]) <= 2 for r in group if r[col])
+                parts.append(
+                    f"{tool} {within} of its {len(errors)} within 2x, median |error| {statistics.median(errors):.1%}"
+                )
+        return f"On the {len(group)} {label}: " + "; ".join(parts) + "."
+
+    everyone = [r for r in comparable if all(r[col] for _, col in tools)]
+    return (
+        _table(header, [cells(r) for r in comparable])
+        + "\n"
+        + summary(comparable, "comparable rows")
+        + " "
+        + summary(everyone, f"comparable rows all three predict ({', '.join(r['id'] for r in everyone)})")
+        + "\n\nThe rows that cannot be compared one-to-one, predicted and shown, never counted:\n\n"
+        + _table([*header, "why not comparable"], [[*cells(r), r["reason"]] for r in others])
+    )
+
+
+@dataclass(frozen=True)
+class Block:
+    csv: str
+    render: Callable[[], str]
+
+
+BLOCKS = {
+    "lowering": Block("lowering.csv", lowering),
+    "layer-scaling": Block("layer_scaling.csv", layer_scaling),
+    "70b-decode": Block("estimates.csv", seventy_b_decode),
+    "host-cpu-validate": Block("host_cpu_validate.csv", host_cpu_validate),
+    "serving-accuracy": Block("serving_accuracy.csv", serving_accuracy),
+}
+
+
+def regenerate(text: str, where: str = "") -> str:
+    """`text` with every generated block rendered again; SystemExit for a block BLOCKS lacks."""
+
+    def one(match: re.Match) -> str:
+        name = match["name"]
+        if name not in BLOCKS:
+            raise SystemExit(f"{where}: unknown generated block {name!r}; valid: {', '.join(BLOCKS)}")
+        return match[1] + BLOCKS[name].render() + match[4]
+
+    return BLOCK.sub(one, text)
+
+
+def stale_pages() -> list[str]:
+    """The pages whose generated blocks differ from what the CSVs make now."""
+    return [str(p.relative_to(ROOT)) for p in PAGES if regenerate(p.read_text(), p.name) != p.read_text()]
+
+
+def used_blocks() -> set[str]:
+    return {m["name"] for p in PAGES for m in BLOCK.finditer(p.read_text())}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 naming the stale pages; write nothing")
+    args = parser.parse_args(argv)
+    stale = stale_pages()
+    if args.check:
+        if stale:
+            print(f"stale generated blocks in {', '.join(stale)}: run make docs", file=sys.stderr)
+        return 1 if stale else 0
+    for name in stale:
+        page = ROOT / name
+        page.write_text(regenerate(page.read_text(), page.name))
+        print(f"wrote {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
