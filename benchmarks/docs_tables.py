@@ -185,6 +185,48 @@ def serving_accuracy() -> str:
     )
 
 
+def predict() -> str:
+    """predict.csv (benchmarks/predict.py): tokens/s per user with the chips in brackets, per
+    model and target, and the wall time of the largest model's `landscape predict`."""
+    rows = _rows("predict.csv")
+    models, targets = list(dict.fromkeys(r["model"] for r in rows)), list(dict.fromkeys(r["target"] for r in rows))
+    by = {(r["model"], r["target"]): r for r in rows}
+
+    def speed(r):
+        x = float(r["tokens_per_s_per_user"])
+        return f"{x:.0f} ({r['chips']})" if x >= 1000 else f"{x:.1f} ({r['chips']})"
+
+    body = [[m, *(speed(by[m, t]) if (m, t) in by else "-" for t in targets)] for m in models]
+    last = models[-1]
+    body.append(
+        [
+            f"wall time of `landscape predict`, {last}",
+            *(f"{by[last, t]['wall_s']} s" if (last, t) in by else "-" for t in targets),
+        ]
+    )
+    return _table(["model", *targets], body)
+
+
+def gpu_compare() -> str:
+    """gpu_compare.csv (benchmarks/gpu_compare.py): each kernel timed on the lent GPU, replayed
+    from a CUDA graph (the GPU's own time), beside the GPU model's prediction."""
+    rows = [r for r in _rows("gpu_compare.csv") if r["mode"] == "graph"]
+    return _table(
+        ["entry", "shapes", "target", "measured (graph)", "predicted", "error"],
+        [
+            [
+                r["entry"],
+                r["shapes"],
+                r["target"],
+                f"{float(r['median_s']) * 1e6:.1f} µs",
+                f"{float(r['predicted_s']) * 1e6:.1f} µs",
+                _error(r["predicted_s"], float(r["median_s"])),
+            ]
+            for r in rows
+        ],
+    )
+
+
 @dataclass(frozen=True)
 class Block:
     csv: str
@@ -197,6 +239,8 @@ BLOCKS = {
     "70b-decode": Block("estimates.csv", seventy_b_decode),
     "host-cpu-validate": Block("host_cpu_validate.csv", host_cpu_validate),
     "serving-accuracy": Block("serving_accuracy.csv", serving_accuracy),
+    "predict": Block("predict.csv", predict),
+    "gpu-compare": Block("gpu_compare.csv", gpu_compare),
 }
 
 
