@@ -9,23 +9,25 @@ and XLA:CPU's); a compilation names one (`compile_plan(..., compiler=)`, `estima
 and the plan records which. Each family's module declares one `Family` record and registers it;
 a target file names its family.
 
-A new family is one module (`register(Family(...))`) and one target file; a new compiler for a
-family is one `Compiler` in its tuple: nothing else changes. tests/hardware_models/test_families.py
-adds a toy family, and a second compiler for it, that way.
+A new family is one module in this package (`register(Family(...))`, found by discovery) and
+one target file; a new compiler for a family is one `Compiler` in its tuple: nothing else
+changes. tests/hardware_models/test_families.py adds a toy family, a second compiler for it and
+a sixth column that way.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from reference.errors import UnknownName
 
-BUILTIN = ("gpu", "tpu", "wafer", "lpu", "spyre")  # the order columns appear in (map, compare)
-# The host CPU (the machine this runs on, measured by `landscape calibrate host-cpu`): a family
-# like the others, but not one of the five accelerators that the map and `compare` show.
-HOST = ("cpu",)
+# The families are found, not listed: every module or package in this package is imported once,
+# on the first question to the registry, and registers its record. BUILTIN (the accelerators the
+# map and `compare` show, in the order of their records' `column`) and HOST (the families found
+# here with no column: the host CPU, the machine this runs on) are read from the records.
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class Family:
     scheduled:      the compiler fixes every op's cycle (the plan has a schedule to trace)
     off_chip:       target -> (what it is called, bytes/s): the map's off-chip bandwidth row
     chip_unit:      what `--chips` counts on it ("chip"; "wafer" on Cerebras)
+    column:         its place among the map's and `compare`'s columns (0 first), or None: not
+                    a column (the host CPU; a test's toy family)
     caveat:         target -> a note for whoever reads a prediction from the file ('' when none):
                     the host CPU's, when the file was calibrated on another machine
     """
@@ -79,6 +83,7 @@ class Family:
     scheduled: bool = False
     optional: dict[str, tuple[str, ...]] = field(default_factory=dict)
     chip_unit: str = "chip"
+    column: int | None = None
     caveat: Callable | None = None
 
     def compiler(self, name: str | None = None) -> Compiler:
@@ -108,25 +113,49 @@ def register(family: Family) -> Family:
     return family
 
 
-def _load_builtin() -> None:
-    for name in (*BUILTIN, *HOST):
-        if name not in _REGISTRY:
-            importlib.import_module(f"hardware_models.families.{name}")
+_FOUND: tuple[str, ...] | None = None  # the families this package's modules registered, once imported
+
+
+def _discover() -> tuple[str, ...]:
+    """Import every module and package of hardware_models/families once; the families they declare."""
+    global _FOUND
+    if _FOUND is None:
+        found: list[str] = []
+        for info in pkgutil.iter_modules(__path__):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            found += [v.name for v in vars(module).values() if isinstance(v, Family)]
+        _FOUND = tuple(dict.fromkeys(found))
+    return _FOUND
+
+
+def _builtin() -> tuple[str, ...]:
+    _discover()
+    columns = sorted((f.column, f.name) for f in _REGISTRY.values() if f.column is not None)
+    return tuple(name for _, name in columns)
+
+
+def __getattr__(name: str):
+    """BUILTIN and HOST, read from the discovered records (module doc)."""
+    if name == "BUILTIN":
+        return _builtin()
+    if name == "HOST":
+        return tuple(n for n in _discover() if _REGISTRY[n].column is None)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def families() -> dict[str, Family]:
-    """Every registered family by name: the built-in ones first, in BUILTIN order, then the host CPU."""
-    _load_builtin()
-    return dict(_REGISTRY)
+    """Every registered family by name: the built-in ones first, in their columns' order, then the rest."""
+    builtin = _builtin()
+    return {**{n: _REGISTRY[n] for n in builtin}, **{n: f for n, f in _REGISTRY.items() if n not in builtin}}
 
 
 def get_family(name: str) -> Family:
-    _load_builtin()
+    _discover()
     if name not in _REGISTRY:
         raise UnknownName("target family", name, _REGISTRY)
     return _REGISTRY[name]
 
 
 def representative_targets() -> tuple[str, ...]:
-    """One target per built-in family, in BUILTIN order: what `compare` and the map default to."""
-    return tuple(get_family(name).representative for name in BUILTIN)
+    """One target per built-in family, in its columns' order: what `compare` and the map default to."""
+    return tuple(get_family(name).representative for name in _builtin())

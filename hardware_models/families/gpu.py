@@ -147,6 +147,7 @@ def gpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 GPU = register(
     Family(
         name="gpu",
+        column=0,  # its place among the map's and compare's columns
         vendor="NVIDIA",
         noun="GPU",
         representative="h100",

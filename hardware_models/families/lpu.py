@@ -32,6 +32,7 @@ def lpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 LPU = register(
     Family(
         name="lpu",
+        column=3,  # its place among the map's and compare's columns
         vendor="Groq",
         noun="LPU",
         representative="groq-lpu",

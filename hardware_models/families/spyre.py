@@ -67,6 +67,7 @@ def spyre_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 SPYRE = register(
     Family(
         name="spyre",
+        column=4,  # its place among the map's and compare's columns
         vendor="IBM",
         noun="Spyre card",
         representative="spyre",

@@ -80,6 +80,7 @@ def tpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 TPU = register(
     Family(
         name="tpu",
+        column=1,  # its place among the map's and compare's columns
         vendor="Google",
         noun="TPU",
         representative="tpu-v5e",

@@ -35,6 +35,7 @@ def wafer_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
 WAFER = register(
     Family(
         name="wafer",
+        column=2,  # its place among the map's and compare's columns
         vendor="Cerebras",
         noun="wafer-scale engine",
         representative="wse-3",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import sys
 from dataclasses import replace
 
 import pytest
@@ -71,6 +72,29 @@ def test_a_second_compiler_for_the_toy_family_is_one_record_and_its_plans_say_so
     assert g.cost.time_s == pytest.approx(524_160 / 1e12 + 1e-6)
     assert estimate(module, toy, plan=usual).total.time_s == pytest.approx(589_824 / 1e12 + 1e-6)
     assert masked.to_dict()["compiler"] == "toy-masked"
+
+
+def test_a_family_module_dropped_into_the_package_is_found_and_takes_its_column(monkeypatch, tmp_path):
+    """Rule: the registry lists no family by name; it imports every module of the package and
+    orders the columns by the records' `column` (a sixth accelerator, column 5, comes last)."""
+    (tmp_path / "sixth.py").write_text(
+        "from dataclasses import replace\n"
+        "from hardware_models.families import register\n"
+        "from hardware_models.families.gpu import GPU\n"
+        "SIXTH = register(replace(GPU, name='sixth', vendor='Example', column=5))\n"
+    )
+    monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_FOUND", None)
+    monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "hardware_models.families.sixth", raising=False)
+    for name in ("gpu", "tpu", "wafer", "lpu", "spyre", "cpu"):  # re-registered into the empty registry
+        monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}")
+    try:
+        assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "sixth")
+        assert registry.HOST == ("cpu",) and list(families())[-1] == "cpu"
+        assert get_family("sixth").vendor == "Example"
+    finally:
+        sys.modules.pop("hardware_models.families.sixth", None)
 
 
 def test_a_compiler_the_family_lacks_is_refused_naming_the_ones_it_has(toy):
