@@ -34,6 +34,7 @@ from hardware_models.cost.cpu import (
     cold_weight_seconds,
     cpu_group_cost,
     eager_op_seconds,
+    runtime_rates,
 )
 from hardware_models.cost.model import Cost
 from hardware_models.pipelines import compile_plan
@@ -140,5 +141,5 @@ def compiled_seconds(module: Module, target: Target, runtime: str, graphs: int =
     cost = cost + Cost(time_s=cold_weight_seconds(target, runtime, *_argument_reads(plan, module)))
     extra_args = max(len(module.main.args) - 2, 0)  # the call rows took two arguments
     loops_only = not any(g.kind == "contraction" for g in plan.groups)
-    overhead = graphs * call_overhead_s(target, runtime, loops_only) + extra_args * target[f"fitted.{runtime}_arg_s"]
+    overhead = graphs * call_overhead_s(target, runtime, loops_only) + extra_args * runtime_rates(target, runtime).arg_s
     return RuntimeTime(runtime, len(plan.groups), cost.time_s, overhead, cost)

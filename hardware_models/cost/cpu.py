@@ -71,6 +71,63 @@ XLA_GEMM_CURVE = GEMM_CURVE[1:]
 TINY_GEMM_FLOPS, SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
 
 
+class RuntimeRates:
+    """One runtime's fitted quantities on a host-CPU target (`runtime_rates`): the one place that
+    spells their keys from the runtime's name (host_calibration.py writes them). Each is read
+    when asked for, so a file being calibrated can be costed with the values fitted so far. The
+    GEMM library is MKL/oneDNN under eager and Inductor ("fitted.gemm_..."), XLA:CPU's own under
+    xla ("fitted.xla_gemm_..."); kernel_s, call_s, loop_call_s and arg_s are the compiled
+    runtimes' (eager's own costs are its dispatch's: eager_op_seconds)."""
+
+    def __init__(self, target: Target, runtime: str):
+        if runtime not in RUNTIMES:
+            raise UnknownName("CPU runtime", runtime, RUNTIMES)
+        self.target, self.runtime = target, runtime
+        self._own = f"fitted.{runtime}_"
+        self._lib, self._curve = ("fitted.xla_", XLA_GEMM_CURVE) if runtime == "xla" else ("fitted.", GEMM_CURVE)
+
+    def _compiled(self, key: str) -> float:
+        if self.runtime == "eager":
+            raise UnknownName("compiled CPU runtime", self.runtime, COMPILED)
+        return self.target[self._own + key]
+
+    reduce_per_s = property(lambda self: self.target[self._own + "reduce_per_s"], doc="a row reduction's reads")
+    conv_flop_per_s = property(
+        lambda self: self.target[self._own + "conv_flop_per_s"], doc="the convolution library's f32 rate"
+    )
+    conv_depth = property(lambda self: self.target[self._own + "conv_depth"], doc="K0: the depth at which it halves")
+    conv_s = property(lambda self: self.target[self._own + "conv_s"], doc="its fixed cost, one image")
+    conv_batched_s = property(lambda self: self.target[self._own + "conv_batched_s"], doc="its fixed cost, a batch")
+    gemm_f32_flop_per_s = property(
+        lambda self: self.target[self._lib + "gemm_f32_flop_per_s"], doc="the GEMM library's large square f32 row"
+    )
+    gemm_pack_bytes_per_s = property(
+        lambda self: self.target[self._lib + "gemm_pack_bytes_per_s"], doc="a skinny GEMM's packing"
+    )
+    gemv_bytes_per_s = property(lambda self: self.target[self._lib + "gemv_bytes_per_s"], doc="a one-row GEMM's pass")
+    gemm_cold_bytes_per_s = property(
+        lambda self: self.target[self._lib + "gemm_cold_bytes_per_s"], doc="a weight beyond the private caches"
+    )
+    kernel_s = property(lambda self: self._compiled("kernel_s"), doc="a compiled kernel's fixed cost")
+    call_s = property(lambda self: self._compiled("call_s"), doc="a call of a program that calls the GEMM library")
+    loop_call_s = property(lambda self: self._compiled("loop_call_s"), doc="a call of a program of loops only")
+    arg_s = property(lambda self: self._compiled("arg_s"), doc="each argument beyond two")
+
+    @property
+    def gemm_curve(self) -> tuple[tuple[float, float], ...]:
+        """(FLOPs, FLOP/s) of the library's square f32 rows, smallest first (`size_factor`)."""
+        return tuple((2 * n**3, self.target[f"{self._lib}gemm_f32{suffix}_flop_per_s"]) for n, suffix in self._curve)
+
+
+def runtime_rates(target: Target, runtime: str) -> RuntimeRates:
+    """`runtime`'s fitted quantities on `target`, as attributes.
+
+    Raises:
+        UnknownName: a runtime other than eager, inductor and xla.
+    """
+    return RuntimeRates(target, runtime)
+
+
 def size_factor(target: Target, runtime: str, flops: float | None) -> float:
     """The GEMM library's rate at `flops` (one GEMM: one batch member) over its rate at the
     large row, from its measured square f32 rows (MKL: 32^3, 128^3, 256^3, 1024^3; XLA:CPU from
@@ -82,8 +139,7 @@ def size_factor(target: Target, runtime: str, flops: float | None) -> float:
     about one core's rate up to the middle row, then use both. 1 without `flops`."""
     if flops is None:
         return 1.0
-    prefix, curve = ("fitted.xla_gemm_f32", XLA_GEMM_CURVE) if runtime == "xla" else ("fitted.gemm_f32", GEMM_CURVE)
-    points = [(2 * n**3, target[f"{prefix}{suffix}_flop_per_s"]) for n, suffix in curve]
+    points = runtime_rates(target, runtime).gemm_curve
     flops = min(max(flops, points[0][0]), points[-1][0])
     for (fa, ra), (fb, rb) in zip(points, points[1:]):
         if flops <= fb:
@@ -98,7 +154,7 @@ def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: floa
     key = f"fitted.gemm_{GEMM_DTYPES.get(dtype, 'f32')}_flop_per_s"
     rate = target[key] if key in target.quantities else target["fitted.gemm_f32_flop_per_s"]
     if runtime == "xla":  # XLA:CPU's GEMM, at PyTorch's ratio between this type and f32
-        rate *= target["fitted.xla_gemm_f32_flop_per_s"] / target["fitted.gemm_f32_flop_per_s"]
+        rate *= runtime_rates(target, "xla").gemm_f32_flop_per_s / target["fitted.gemm_f32_flop_per_s"]
     rate *= size_factor(target, runtime, flops)
     return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
 
@@ -122,15 +178,15 @@ def gemm_seconds(target: Target, dtype: str, runtime: str, m: int, n: int, k: in
     than one pass over P (XLA's one-row GEMM, which the curve alone put at a third of its time)."""
     flops = 2 * m * n * k
     e = element_bytes(dtype)
-    lib = "xla_" if runtime == "xla" else ""
+    rates = runtime_rates(target, runtime)
     square = flops / gemm_rate(target, dtype, runtime, flops)
     extra = k * max(m, n) - (m * n * k) ** (2 / 3)
     if extra > 0:
-        square += extra * e / target[f"fitted.{lib}gemm_pack_bytes_per_s"]
+        square += extra * e / rates.gemm_pack_bytes_per_s
     packed = k * max(m, n) * e
     if packed > shared_cache_bytes(target):  # packed from main memory, before the arithmetic that reads it
         square += packed / target.level_value(target.main_memory_level, "bytes_per_s")
-    one_pass = packed / target[f"fitted.{lib}gemv_bytes_per_s"]
+    one_pass = packed / rates.gemv_bytes_per_s
     return batch * max(min(square, min(m, n) * one_pass), one_pass)
 
 
@@ -144,18 +200,15 @@ def shared_cache_bytes(target: Target) -> float:
 def reduce_rate(target: Target, runtime: str) -> float:
     """Elements per second a row reduction reads through `runtime` (measured: a sum over rows of
     512, host_calibration's reduce rows)."""
-    return target[f"fitted.{runtime}_reduce_per_s"]
+    return runtime_rates(target, runtime).reduce_per_s
 
 
 def conv_rate(target: Target, dtype: str, runtime: str, depth: int | None = None) -> float:
     """FLOP/s of a convolution through `runtime`'s library (measured in f32; other types at the
     GEMM's ratio); with its reduction depth K (c_in * kernel taps), times K / (K + K0)."""
-    rate = (
-        target[f"fitted.{runtime}_conv_flop_per_s"]
-        * gemm_rate(target, dtype, runtime)
-        / gemm_rate(target, "f32", runtime)
-    )
-    return rate if depth is None else rate * depth / (depth + target[f"fitted.{runtime}_conv_depth"])
+    rates = runtime_rates(target, runtime)
+    rate = rates.conv_flop_per_s * gemm_rate(target, dtype, runtime) / gemm_rate(target, "f32", runtime)
+    return rate if depth is None else rate * depth / (depth + rates.conv_depth)
 
 
 def xla_eigen_conv(conv) -> int:
@@ -173,7 +226,8 @@ def xla_eigen_conv(conv) -> int:
 
 def conv_fixed_s(target: Target, runtime: str, images: int) -> float:
     """The convolution library's fixed cost of one call: one image's, or a batch's (measured apart)."""
-    return target[f"fitted.{runtime}_conv_batched_s" if images > 1 else f"fitted.{runtime}_conv_s"]
+    rates = runtime_rates(target, runtime)
+    return rates.conv_batched_s if images > 1 else rates.conv_s
 
 
 def transcendental_rate(target: Target, runtime: str, function: str = "exponential") -> float:
@@ -321,7 +375,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
     level = level_for(target, footprint)
     memory_s = {level.name: footprint / stream_bandwidth(target, runtime, level)}
     bytes_ = {level.name: footprint}
-    overhead_s = target[f"fitted.{runtime}_kernel_s"]
+    overhead_s = runtime_rates(target, runtime).kernel_s
     if group.kind == "attention":  # fuse_attention: ATen's flash attention, as eagerly (`attention_seconds`)
         shape = plan.attention[group.id]
         flops = group_work(plan, module, group).flops
@@ -390,9 +444,7 @@ def cold_weight_seconds(target: Target, runtime: str, read_bytes: float, weight_
     fitted.gemm_cold_bytes_per_s (XLA's: fitted.xla_gemm_cold_bytes_per_s); 0 when they fit."""
     if weight_bytes <= private_bytes(target):
         return 0.0
-    return (
-        read_bytes / target["fitted.xla_gemm_cold_bytes_per_s" if runtime == "xla" else "fitted.gemm_cold_bytes_per_s"]
-    )
+    return read_bytes / runtime_rates(target, runtime).gemm_cold_bytes_per_s
 
 
 def attention_seconds(target: Target, dtype: str, flops: float, members: int, rows: int) -> float:
@@ -440,4 +492,5 @@ def call_overhead_s(target: Target, runtime: str, loops_only: bool = False) -> f
     the library's threads are woken and its buffers allocated)."""
     if runtime not in COMPILED:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
-    return target[f"fitted.{runtime}_loop_call_s" if loops_only else f"fitted.{runtime}_call_s"]
+    rates = runtime_rates(target, runtime)
+    return rates.loop_call_s if loops_only else rates.call_s
