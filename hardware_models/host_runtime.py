@@ -13,13 +13,13 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
               still dispatched; module_calls: the nn.Modules
               whose forward runs, Python's share of eager; parameters: the nn.Parameters they
               read, each fetched through Module.__getattr__ and handed to an op as a Parameter)
-    inductor  torch.compile: the IR of torch-mlir compiled by the cpu family's passes (fused),
+    inductor  torch.compile: the IR of torch-mlir compiled by the cpu family's "inductor" compiler (fused),
               each kernel + fitted.inductor_kernel_s, + fitted.inductor_call_s per call
               (fitted.inductor_loop_call_s for a program without a contraction; XLA alike)
               + fitted.inductor_arg_s per argument beyond two (weights are arguments); a module
               dynamo splits at graph breaks pays the call once per graph
-    xla       jax.jit: JAX's IR, the same passes but for XLA:CPU's fusion (a reduction ends its
-              kernel: families/cpu.py XLA_CPU_PIPELINE), XLA:CPU's GEMM and transcendental rates,
+    xla       jax.jit: JAX's IR by the family's "xla" compiler, the same passes but for XLA:CPU's
+              fusion (a reduction ends its kernel: families/cpu.py), XLA:CPU's GEMM and transcendental rates,
               + fitted.xla_kernel_s per kernel, + fitted.xla_call_s per call, + fitted.xla_arg_s
               per argument beyond two
 """
@@ -32,11 +32,11 @@ from hardware_models.cost.cpu import (
     COMPILED,
     call_overhead_s,
     cold_weight_seconds,
-    cpu_group_cost,
     eager_op_seconds,
     runtime_rates,
 )
 from hardware_models.cost.model import Cost
+from hardware_models.estimate import group_cost
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import Target
 from reference.errors import UnknownName
@@ -136,8 +136,8 @@ def compiled_seconds(module: Module, target: Target, runtime: str, graphs: int =
     module = getattr(module, "module", module)
     plan = compile_plan(module, target, compiler=runtime)  # the cpu family's compilers are its runtimes
     cost = Cost()
-    for group in plan.groups:
-        cost = cost + cpu_group_cost(module, plan, group, target, runtime) * group.repeats
+    for group in plan.groups:  # each by the cost model of the compiler that made the plan (Plan.compiler)
+        cost = cost + group_cost(module, plan, group, target) * group.repeats
     cost = cost + Cost(time_s=cold_weight_seconds(target, runtime, *_argument_reads(plan, module)))
     extra_args = max(len(module.main.args) - 2, 0)  # the call rows took two arguments
     loops_only = not any(g.kind == "contraction" for g in plan.groups)
