@@ -21,15 +21,29 @@ from dataclasses import dataclass
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-BLOCK = re.compile(
-    r"(<!-- generated: (?P<name>[\w-]+) from benchmarks/docs_tables.py -->\n)(?P<body>.*?)(<!-- end generated: (?P=name) -->)",
-    re.S,
-)
+SOURCE = "from benchmarks/docs_tables.py"
+START = re.compile(r"^<!-- generated: (?P<name>[\w-]+) " + re.escape(SOURCE) + r" -->$")
+END = re.compile(r"^<!-- end generated: (?P<name>[\w-]+) -->$")
+MARKER = re.compile(r"<!--\s*(end\s+)?generated\b")  # anything that looks like a marker, well formed or not
+
+
+class DocsError(SystemExit):
+    """A page or CSV that cannot be rendered: one line naming the file (and line) and the problem."""
+
+    def __init__(self, message: str):
+        super().__init__(f"docs_tables: {message}")
 
 
 def _rows(csv_name: str) -> list[dict[str, str]]:
-    with open(RESULTS / csv_name, newline="") as f:
-        return list(csv.DictReader(f))
+    """The CSV's rows; DocsError when it is missing, unreadable or has none."""
+    try:
+        with open(RESULTS / csv_name, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise DocsError(f"benchmarks/results/{csv_name}: {err}") from err
+    if not rows:
+        raise DocsError(f"benchmarks/results/{csv_name} has no rows: rerun its benchmark (make bench)")
+    return rows
 
 
 def _sig(x: float, digits: int = 3) -> str:
@@ -244,25 +258,61 @@ BLOCKS = {
 }
 
 
+def _render(name: str) -> str:
+    block = BLOCKS[name]
+    try:
+        return block.render()
+    except (KeyError, ValueError, IndexError, ZeroDivisionError, LookupError) as err:
+        problem = f"{type(err).__name__}: {err}"
+        raise DocsError(f"benchmarks/results/{block.csv} cannot be rendered as block {name!r} ({problem})") from err
+
+
 def regenerate(text: str, where: str = "") -> str:
-    """`text` with every generated block rendered again; SystemExit for a block BLOCKS lacks."""
+    """`text` with every generated block rendered again.
 
-    def one(match: re.Match) -> str:
-        name = match["name"]
-        if name not in BLOCKS:
-            raise SystemExit(f"{where}: unknown generated block {name!r}; valid: {', '.join(BLOCKS)}")
-        return match[1] + BLOCKS[name].render() + match[4]
-
-    return BLOCK.sub(one, text)
+    Raises:
+        DocsError: a marker of an unknown block, a start without its end (or an end without its
+            start), a block inside another, a malformed marker, or a CSV that cannot be rendered.
+    """
+    out: list[str] = []
+    lines = text.split("\n")
+    open_block: tuple[str, int] | None = None
+    for number, line in enumerate(lines, 1):
+        start, end = START.match(line), END.match(line)
+        at = f"{where}:{number}"
+        if open_block is None:
+            if start:
+                if start["name"] not in BLOCKS:
+                    raise DocsError(f"{at}: unknown generated block {start['name']!r}; valid: {', '.join(BLOCKS)}")
+                open_block = (start["name"], number)
+                out += [line, *_render(start["name"]).rstrip("\n").split("\n")]
+            elif end:
+                raise DocsError(f"{at}: an end marker of {end['name']!r} without its start")
+            elif MARKER.search(line):
+                raise DocsError(f"{at}: a malformed marker; write <!-- generated: NAME {SOURCE} --> alone on its line")
+            else:
+                out.append(line)
+        elif end and end["name"] == open_block[0]:
+            out.append(line)
+            open_block = None
+        elif start or end:
+            raise DocsError(f"{at}: a marker inside block {open_block[0]!r} (opened at line {open_block[1]})")
+    if open_block is not None:
+        raise DocsError(f"{where}:{open_block[1]}: block {open_block[0]!r} has no end marker")
+    return "\n".join(out)
 
 
 def stale_pages() -> list[str]:
     """The pages whose generated blocks differ from what the CSVs make now."""
-    return [str(p.relative_to(ROOT)) for p in PAGES if regenerate(p.read_text(), p.name) != p.read_text()]
+    return [str(p.relative_to(ROOT)) for p in PAGES if regenerate(p.read_text(), _name(p)) != p.read_text()]
+
+
+def _name(page: pathlib.Path) -> str:
+    return str(page.relative_to(ROOT))
 
 
 def used_blocks() -> set[str]:
-    return {m["name"] for p in PAGES for m in BLOCK.finditer(p.read_text())}
+    return {m["name"] for p in PAGES for line in p.read_text().split("\n") if (m := START.match(line))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if stale else 0
     for name in stale:
         page = ROOT / name
-        page.write_text(regenerate(page.read_text(), page.name))
+        page.write_text(regenerate(page.read_text(), name))
         print(f"wrote {name}")
     return 0
 

@@ -12,7 +12,12 @@ from hardware_models.cost.model import (
 from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Plan, group_work, scope_of
 from hardware_models.target import Target
+from reference.errors import LandscapeError
 from reference.ir import Module
+
+
+class PlanMismatch(LandscapeError):
+    """A plan handed to `estimate` that was compiled for another target."""
 
 
 def group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
@@ -41,6 +46,7 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
 
     Raises:
         UnsupportedDtype: a floating type the target neither runs nor emulates.
+        PlanMismatch: a `plan` compiled for another target.
     """
     if isinstance(target, str):
         from hardware_models.target import get_target
@@ -49,6 +55,8 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
     name = name or getattr(module, "name", "")
     module = getattr(module, "module", module)  # a Lowering: its IR
     plan = plan if plan is not None else compile_plan(module, target)
+    if plan.target != target.name:
+        raise PlanMismatch(f"the plan was compiled for {plan.target}, not {target.name}: compile it for {target.name}")
     groups = tuple(
         GroupCost(
             g.id,
@@ -73,4 +81,4 @@ def estimate(module: Module, target: Target, name: str = "", plan: Plan | None =
         names = sorted({op for g in fallbacks for op in g.ops})
         share = f"{spent / total:.1%} of the total" if total else "the whole of a program that takes no time"
         notes += (f"host fallbacks ({', '.join(names)}) take {spent * 1e3:.3f} ms, {share}",)
-    return Estimate(target.name, name, groups, notes)
+    return Estimate(target.name, name, groups, notes, compiler=plan.compiler)

@@ -36,16 +36,18 @@ def pass_names(target: Target, compiler: str | None = None) -> list[str]:
 LEAVABLE = ("fold_upcasts", "fuse_elementwise", "fuse_attention", "shard_tensor_parallel", "insert_restickify")
 
 
-def leavable_passes(targets: list[Target]) -> list[str]:
-    """The passes `--without` takes on these targets: LEAVABLE ones in any of their pipelines, in pipeline order."""
-    names = [n for t in targets for n in pass_names(t)]
+def leavable_passes(targets: list[Target], compiler: str | None = None) -> list[str]:
+    """The passes `--without` takes on these targets (compiled by `compiler`, else each family's
+    usual one): LEAVABLE ones in any of their pipelines, in pipeline order."""
+    names = [n for t in targets for n in pass_names(t, compiler)]
     return [n for n in dict.fromkeys(names) if n in LEAVABLE]
 
 
-def check_without(without: tuple[str, ...], targets: list[Target]) -> None:
-    """Raises UnknownName for a pass `--without` cannot leave out on these targets (naming those it can)."""
-    valid = leavable_passes(targets)
-    structural = {n for t in targets for n in pass_names(t)} - set(valid)
+def check_without(without: tuple[str, ...], targets: list[Target], compiler: str | None = None) -> None:
+    """Raises UnknownName for a pass `--without` cannot leave out on these targets, compiled by
+    `compiler` (else each family's usual one), naming those it can."""
+    valid = leavable_passes(targets, compiler)
+    structural = {n for t in targets for n in pass_names(t, compiler)} - set(valid)
     for name in without:
         if name in structural:
             raise UnknownName(

@@ -284,7 +284,7 @@ def _estimate_for(
     if without:
         from hardware_models.pipelines import check_without
 
-        check_without(without, [target])
+        check_without(without, [target], compiler)
     check_name_or_file(command, name, from_file)
     checked = checked_shapes(name, shapes, allow_beyond_context) if from_file is None else ({}, None)
     lowering = lowering_for(command, name, from_file, side, shapes, dtype, flat, checked=checked)
@@ -292,6 +292,7 @@ def _estimate_for(
         lowering.module, target, chips=chips, strict_dtypes=strict_dtypes, without=without, compiler=compiler
     )
     label = f"{lowering.name} ({lowering.side}, {dtype})" if not from_file else lowering.name
+    label += f" by {plan.compiler}" if compiler is not None else ""
     result = estimate_module(lowering.module, target, label, plan)
     if without:
         result = dataclasses.replace(

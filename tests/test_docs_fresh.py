@@ -46,8 +46,43 @@ def test_a_stale_generated_block_is_found_and_rewritten():
     fresh = (ROOT / "docs" / "lowering.md").read_text()
     stale = fresh.replace("| gpt2-small | torch | 1024 |", "| gpt2-small | torch | 9999 |", 1)
     assert stale != fresh and tables.regenerate(stale) == fresh
-    with pytest.raises(SystemExit, match="unknown generated block 'nope'"):
-        tables.regenerate("<!-- generated: nope from benchmarks/docs_tables.py -->\nx\n<!-- end generated: nope -->")
+
+
+BAD_PAGES = {
+    "unknown": ("<!-- generated: nope from benchmarks/docs_tables.py -->\nx\n<!-- end generated: nope -->", "unknown"),
+    "no end": ("<!-- generated: predict from benchmarks/docs_tables.py -->\nx\n", "has no end marker"),
+    "orphan end": ("text\n<!-- end generated: predict -->\n", "without its start"),
+    "nested": (
+        "<!-- generated: predict from benchmarks/docs_tables.py -->\n"
+        "<!-- generated: lowering from benchmarks/docs_tables.py -->\n"
+        "<!-- end generated: lowering -->\n<!-- end generated: predict -->",
+        "inside block 'predict'",
+    ),
+    "malformed": ("<!--  generated: predict from benchmarks/docs_table.py -->\n", "malformed marker"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_PAGES)
+def test_a_broken_marker_is_refused_in_one_line_naming_the_page_and_line(case):
+    tables = _module(ROOT / "benchmarks" / "docs_tables.py")
+    text, problem = BAD_PAGES[case]
+    with pytest.raises(SystemExit, match=problem) as err:
+        tables.regenerate(text, "docs/x.md")
+    assert str(err.value.code).startswith("docs_tables: docs/x.md:") and "\n" not in str(err.value.code)
+
+
+def test_a_csv_that_is_missing_empty_or_malformed_is_named_not_a_traceback(tmp_path, monkeypatch):
+    tables = _module(ROOT / "benchmarks" / "docs_tables.py")
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    block = "<!-- generated: lowering from benchmarks/docs_tables.py -->\n<!-- end generated: lowering -->"
+    with pytest.raises(SystemExit, match="lowering.csv: .*No such file"):
+        tables.regenerate(block)
+    (tmp_path / "lowering.csv").write_text("model,side\n")
+    with pytest.raises(SystemExit, match="lowering.csv has no rows"):
+        tables.regenerate(block)
+    (tmp_path / "lowering.csv").write_text("model,side\ngpt2,torch\n")
+    with pytest.raises(SystemExit, match=r"lowering.csv cannot be rendered as block 'lowering' \(KeyError"):
+        tables.regenerate(block)
 
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "README.md"]

@@ -168,6 +168,7 @@ class Estimate:
     groups: tuple[GroupCost, ...]
     notes: tuple[str, ...] = ()
     peaks: dict = field(default_factory=dict)  # ceilings for a roofline: name -> value
+    compiler: str = ""  # the family's compiler whose plan was costed (Plan.compiler)
 
     @property
     def total(self) -> Cost:
@@ -198,6 +199,7 @@ class Estimate:
         total = self.total
         return {
             "target": self.target,
+            "compiler": self.compiler,
             "name": self.name,
             "total_time_s": total.time_s,
             "compute_s": total.compute_s,

@@ -22,12 +22,17 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from reference.errors import UnknownName
+from reference.errors import LandscapeError, UnknownName
 
 # The families are found, not listed: every module or package in this package is imported once,
 # on the first question to the registry, and registers its record. BUILTIN (the accelerators the
 # map and `compare` show, in the order of their records' `column`) and HOST (the families found
 # here with no column: the host CPU, the machine this runs on) are read from the records.
+
+
+class FamilyError(LandscapeError):
+    """A family module that cannot be used: it fails to import, declares no registered family,
+    or breaks a rule of the records (no compilers, two with one name, two families in one column)."""
 
 
 @dataclass(frozen=True)
@@ -86,18 +91,24 @@ class Family:
     column: int | None = None
     caveat: Callable | None = None
 
+    def __post_init__(self):
+        names = [c.name for c in self.compilers]
+        if not names or len(set(names)) != len(names):
+            raise FamilyError(f"family {self.name!r} needs compilers with distinct names, has {names}")
+
     def compiler(self, name: str | None = None) -> Compiler:
-        """The compiler called `name`, or the usual one (the first) when None or empty.
+        """The compiler called `name`, or the usual one (the first) when None.
 
         Raises:
-            UnknownName: a name none of its compilers has, with the ones it has.
+            UnknownName: a name none of its compilers has (the empty one too), with the ones it has.
         """
-        if not name:
+        if name is None:
             return self.compilers[0]
         for compiler in self.compilers:
             if compiler.name == name:
                 return compiler
-        raise UnknownName(f"compiler for the {self.name} family", name, [c.name for c in self.compilers])
+        shown = name if isinstance(name, str) else repr(name)
+        raise UnknownName(f"compiler for the {self.name} family", shown, [c.name for c in self.compilers])
 
     def describe(self, target_description: str = "") -> str:
         """ "NVIDIA GPU", or with a target: "NVIDIA GPU: NVIDIA H100 SXM 80GB (Hopper)"."""
@@ -117,13 +128,26 @@ _FOUND: tuple[str, ...] | None = None  # the families this package's modules reg
 
 
 def _discover() -> tuple[str, ...]:
-    """Import every module and package of hardware_models/families once; the families they declare."""
+    """Import every module and package of hardware_models/families once; the families they declare.
+
+    Raises:
+        FamilyError: a module that fails to import, or declares no family it registers.
+    """
     global _FOUND
     if _FOUND is None:
         found: list[str] = []
         for info in pkgutil.iter_modules(__path__):
-            module = importlib.import_module(f"{__name__}.{info.name}")
-            found += [v.name for v in vars(module).values() if isinstance(v, Family)]
+            where = f"hardware_models/families/{info.name}"
+            try:
+                module = importlib.import_module(f"{__name__}.{info.name}")
+            except Exception as err:  # any failure of a family's code: named, in one line
+                raise FamilyError(f"{where} cannot be imported: {type(err).__name__}: {err}") from err
+            declared = [v for v in vars(module).values() if isinstance(v, Family)]
+            if not any(_REGISTRY.get(f.name) is f for f in declared):
+                raise FamilyError(
+                    f"{where} registers no family: a family module ends with NAME = register(Family(...))"
+                )
+            found += [f.name for f in declared if _REGISTRY.get(f.name) is f]
         _FOUND = tuple(dict.fromkeys(found))
     return _FOUND
 
@@ -131,6 +155,9 @@ def _discover() -> tuple[str, ...]:
 def _builtin() -> tuple[str, ...]:
     _discover()
     columns = sorted((f.column, f.name) for f in _REGISTRY.values() if f.column is not None)
+    taken = [c for c, _ in columns]
+    if len(set(taken)) != len(taken):
+        raise FamilyError(f"two families share a column: {', '.join(f'{n} {c}' for c, n in columns)}")
     return tuple(name for _, name in columns)
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from hardware_models import families as registry
 from hardware_models.cost.roofline import ceilings
-from hardware_models.estimate import estimate
+from hardware_models.estimate import PlanMismatch, estimate
 from hardware_models.families import BUILTIN, HOST, Family, families, get_family, representative_targets
 from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group
@@ -74,27 +74,68 @@ def test_a_second_compiler_for_the_toy_family_is_one_record_and_its_plans_say_so
     assert masked.to_dict()["compiler"] == "toy-masked"
 
 
-def test_a_family_module_dropped_into_the_package_is_found_and_takes_its_column(monkeypatch, tmp_path):
-    """Rule: the registry lists no family by name; it imports every module of the package and
-    orders the columns by the records' `column` (a sixth accelerator, column 5, comes last)."""
-    (tmp_path / "sixth.py").write_text(
-        "from dataclasses import replace\n"
-        "from hardware_models.families import register\n"
-        "from hardware_models.families.gpu import GPU\n"
-        "SIXTH = register(replace(GPU, name='sixth', vendor='Example', column=5))\n"
-    )
+def _fresh_package(monkeypatch, tmp_path, modules: dict[str, str]):
+    """The registry as on a first question, with `modules` dropped into the families package."""
+    for name, text in modules.items():
+        (tmp_path / f"{name}.py").write_text(text)
+        monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}", raising=False)
     monkeypatch.setattr(registry, "_REGISTRY", {})
     monkeypatch.setattr(registry, "_FOUND", None)
     monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
-    monkeypatch.delitem(sys.modules, "hardware_models.families.sixth", raising=False)
     for name in ("gpu", "tpu", "wafer", "lpu", "spyre", "cpu"):  # re-registered into the empty registry
         monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}")
-    try:
-        assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "sixth")
-        assert registry.HOST == ("cpu",) and list(families())[-1] == "cpu"
-        assert get_family("sixth").vendor == "Example"
-    finally:
-        sys.modules.pop("hardware_models.families.sixth", None)
+
+
+SIXTH = (
+    "from dataclasses import replace\n"
+    "from hardware_models.families import register\n"
+    "from hardware_models.families.gpu import GPU\n"
+    "SIXTH = register(replace(GPU, name='sixth', vendor='Example', column={column}))\n"
+)
+
+
+def test_a_family_module_dropped_into_the_package_is_found_and_takes_its_column(monkeypatch, tmp_path):
+    """Rule: the registry lists no family by name; it imports every module of the package and
+    orders the columns by the records' `column` (a sixth accelerator, column 5, comes last)."""
+    _fresh_package(monkeypatch, tmp_path, {"sixth": SIXTH.format(column=5)})
+    assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "sixth")
+    assert registry.HOST == ("cpu",) and list(families())[-1] == "cpu"
+    assert get_family("sixth").vendor == "Example"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("def broken(:\n", "sixth cannot be imported: SyntaxError"),
+        ("raise RuntimeError('boom')\n", "sixth cannot be imported: RuntimeError: boom"),
+        ("X = 1\n", "sixth registers no family"),
+        (SIXTH.format(column=0), "two families share a column: gpu 0, sixth 0"),
+    ],
+    ids=["syntax error", "raises", "registers nothing", "a column taken"],
+)
+def test_a_broken_family_module_is_named_in_one_line(monkeypatch, tmp_path, text, problem):
+    _fresh_package(monkeypatch, tmp_path, {"sixth": text})
+    with pytest.raises(registry.FamilyError, match=problem) as err:
+        families()
+    assert "\n" not in str(err.value)
+
+
+def test_a_family_needs_compilers_with_distinct_names():
+    gpu = get_family("gpu")
+    with pytest.raises(registry.FamilyError, match="distinct names, has \\[\\]"):
+        replace(gpu, compilers=())
+    with pytest.raises(registry.FamilyError, match="'inductor', 'inductor'"):
+        replace(gpu, compilers=gpu.compilers * 2)
+
+
+def test_the_empty_name_is_no_compiler_and_another_targets_plan_is_refused():
+    cpu, h100 = get_target("host-cpu"), get_target("h100")
+    module = linear_gelu(4, 64, 64)
+    with pytest.raises(UnknownName, match="compiler for the cpu family ''; valid: inductor, xla"):
+        compile_plan(module, cpu, compiler="")
+    with pytest.raises(PlanMismatch, match="compiled for host-cpu, not h100"):
+        estimate(module, h100, plan=compile_plan(module, cpu, compiler="xla"))
+    assert estimate(module, cpu, plan=compile_plan(module, cpu, compiler="xla")).to_dict()["compiler"] == "xla"
 
 
 def test_a_compiler_the_family_lacks_is_refused_naming_the_ones_it_has(toy):

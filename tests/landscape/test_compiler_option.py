@@ -34,3 +34,18 @@ def test_a_compiler_the_family_lacks_is_refused_in_one_line_naming_its_own(capsy
     err = capsys.readouterr().err.strip()
     assert "unknown compiler for the gpu family 'xla'" in err and "inductor" in err
     assert "\n" not in err and "Traceback" not in err
+
+
+def test_the_chosen_compiler_is_in_the_json_and_the_title_and_checks_without(capsys):
+    """--without is checked against the chosen compiler's passes: XLA:CPU's has no fuse_attention."""
+    from landscape.cli import main
+
+    xla = _plan(capsys, "--compiler", "xla")
+    assert xla["compiler"] == "xla" and xla["name"].endswith(" by xla")
+    args = ["estimate", "softmax", "--target", "host-cpu", "--compiler", "xla", "--without", "fuse_attention"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]  # after host-cpu's note when this CPU is another
+    assert err.startswith("landscape: error: unknown pass to leave out (--without) on host-cpu 'fuse_attention'")
+    assert err.endswith("valid: fold_upcasts, fuse_elementwise")
+    assert main(["estimate", "softmax", "--target", "host-cpu", "--compiler", ""]) == 2
+    assert "unknown compiler for the cpu family ''" in capsys.readouterr().err

@@ -223,10 +223,11 @@ def test_the_json_of_an_estimate_carries_each_figure_under_its_name():
         "bottleneck": "memory",
         "utilization": pytest.approx(0.2),
     }
-    est = Estimate("h100", "toy", (g,), notes=("a note",))
+    est = Estimate("h100", "toy", (g,), notes=("a note",), compiler="inductor")
     d = est.to_dict()
     assert d == {
         "target": "h100",
+        "compiler": "inductor",
         "name": "toy",
         "total_time_s": pytest.approx(15e-6),
         "compute_s": pytest.approx(3e-6),
