@@ -304,7 +304,7 @@ def _estimate_for(
             ),
         )
     if cost_artifacts and plan.folds:
-        from hardware_models.compare import unfolded_time
+        from hardware_models.comparison import unfolded_time
         from reference.units import format_seconds
 
         saved = unfolded_time(lowering.module, target, plan, chips, strict_dtypes, without) - result.total.time_s

@@ -20,7 +20,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from hardware_models.compare import Comparison
+from hardware_models.comparison import Comparison
 from hardware_models.cost.roofline import chip_shares, schedule_spans
 from hardware_models.trace import chrome_trace, scheduled
 from landscape.outputs import dump_json

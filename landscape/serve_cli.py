@@ -263,7 +263,7 @@ def _compare_files(paths, targets, chips, strict_dtypes: bool, as_json: bool, wi
     """`compare --from-file A B`: the two programs on every target, each side named by its file."""
     from pathlib import Path
 
-    from hardware_models.compare import compare_lowerings
+    from hardware_models.comparison import compare_lowerings
     from landscape.lowering import lowering_from_file
 
     first, second = (lowering_from_file(p) for p in paths)  # a bad file fails here, in one line
@@ -383,8 +383,8 @@ def compare(
     target and side: time, bottleneck, kernels, fused groups, chips, padding waste, main-memory
     bytes, fallbacks; then where the two lowerings differ and what that costs on each target.
     """
+    from landscape.comparison_workload import compare_workload, plan_workloads
     from landscape.outputs import OutputDir
-    from landscape.workload import compare_workload, plan_workloads
     from reference.errors import MalformedInput
     from reference.spec import parse_assignments
 

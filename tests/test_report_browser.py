@@ -64,7 +64,7 @@ def test_report_loads_without_console_messages_and_shows_all_five_families(tmp_p
 def test_a_tie_is_painted_for_neither_side(tmp_path):
     """Two paths that cost the same on a target: the page's script marks neither row faster and
     counts the tie in its summary."""
-    from hardware_models.compare import compare_lowerings
+    from hardware_models.comparison import compare_lowerings
     from landscape.report import render_html
     from reference.lowering import Lowering
     from tests.hardware_models.programs import softmax

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.compare import KINDS, compare_lowerings
+from hardware_models.comparison import KINDS, compare_lowerings
 from hardware_models.cost.roofline import ceilings
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan

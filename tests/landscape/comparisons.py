@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from hardware_models.compare import compare_lowerings
-from landscape.workload import plan_workloads
+from hardware_models.comparison import compare_lowerings
+from landscape.comparison_workload import plan_workloads
 from reference.lowering import Lowering
 from tests.hardware_models.programs import linear_gelu, softmax
 

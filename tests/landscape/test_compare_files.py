@@ -26,7 +26,7 @@ def two_files(tmp_path_factory):
 
 
 def test_two_files_are_costed_as_the_two_paths_are_and_named_by_their_files(two_files, capfd):
-    from hardware_models.compare import compare_lowerings
+    from hardware_models.comparison import compare_lowerings
     from landscape.lowering import lowering_from_file
 
     a, b = two_files

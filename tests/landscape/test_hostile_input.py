@@ -14,8 +14,8 @@ import sys
 import pytest
 
 from landscape import cli
+from landscape.comparison_workload import plan_workloads
 from landscape.options import INT64_MAX, SEED_RANGE
-from landscape.workload import plan_workloads
 from reference import agreement
 from reference.catalogue import get_entry
 from reference.errors import MalformedInput, NonFiniteResult, TooLargeToRun

@@ -249,10 +249,10 @@ _SLOW_COMPARE = textwrap.dedent("""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     import sys, time
     from pathlib import Path
-    import landscape.report, landscape.workload
+    import landscape.report, landscape.comparison_workload
     from landscape.cli import main
     from tests.landscape.comparisons import small_comparison
-    landscape.workload.compare_workload = lambda workload, targets, *a, **k: small_comparison(("h100",))
+    landscape.comparison_workload.compare_workload = lambda workload, targets, *a, **k: small_comparison(("h100",))
     def slow_report(done, targets, root, verbose=False):
         (Path(root) / "report.json").write_text("{}")
         print("ready", file=sys.stderr, flush=True)

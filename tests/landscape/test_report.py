@@ -89,9 +89,9 @@ def test_the_report_of_a_block_repeated_four_times_carries_every_repeat(tmp_path
     """A regional program (a GEMM and an exp, called 4 times) on every family: in report.json each
     result's time by kind sums to its time, and its bytes per level and time are the estimate's
     totals (every repeat counted), not one call's."""
-    from hardware_models.compare import compare_lowerings
+    from hardware_models.comparison import compare_lowerings
     from hardware_models.estimate import estimate
-    from landscape.workload import plan_workloads
+    from landscape.comparison_workload import plan_workloads
     from reference.lowering import Lowering
     from tests.hardware_models.cost.test_wafer import _stack
 
@@ -141,7 +141,7 @@ def test_each_phase_ranks_the_targets_and_names_the_top_kernel_and_its_cause(wri
 
 
 def test_the_top_kernel_is_the_largest_by_time_times_repeats():
-    from hardware_models.compare import SideResult
+    from hardware_models.comparison import SideResult
     from hardware_models.cost.model import Cost, Estimate, GroupCost
 
     groups = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.compare import KINDS, compare_lowerings
+from hardware_models.comparison import KINDS, compare_lowerings
 from hardware_models.target import get_target
 
 pytestmark = [pytest.mark.torch, pytest.mark.jax]

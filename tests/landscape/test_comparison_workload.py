@@ -1,4 +1,4 @@
-"""landscape/workload.py: what `compare` compares, resolved and checked before any framework loads."""
+"""landscape/comparison_workload.py: what `compare` compares, resolved and checked before any framework loads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from landscape.workload import COMPILERS, DEFAULT_TOKENS, plan_workloads
+from landscape.comparison_workload import COMPILERS, DEFAULT_TOKENS, plan_workloads
 from reference.errors import InvalidShape, UnknownName, UnsupportedDtype
 from reference.models import get_model
 
@@ -61,7 +61,7 @@ def test_bad_input_is_refused_before_lowering(name, shapes, dtype, error):
 
 def test_planning_imports_neither_torch_nor_jax():
     code = (
-        "import sys; from landscape.workload import plan_workloads; plan_workloads(None, {}, 'bfloat16');"
+        "import sys; from landscape.comparison_workload import plan_workloads; plan_workloads(None, {}, 'bfloat16');"
         "print(sorted(m for m in ('torch', 'jax') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -160,9 +160,9 @@ def compare_workload(
     its emulation; `without`: passes left out, a what-if).
 
     Returns:
-        (hardware_models.compare.Comparison, {side: Lowering}).
+        (hardware_models.comparison.Comparison, {side: Lowering}).
     """
-    from hardware_models.compare import compare_programs
+    from hardware_models.comparison import compare_programs
     from landscape.lowering import lower_named
 
     lowered = {}
