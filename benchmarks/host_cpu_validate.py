@@ -10,7 +10,7 @@ import json
 import pathlib
 import sys
 
-from hardware_models.host import read_host
+from hardware_models.families.cpu.host import read_host
 from hardware_models.target import get_target, load_target_file
 from landscape.host_render import rows_csv
 from landscape.host_validate import drift, summary, validate

@@ -11,7 +11,7 @@ Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per 
     gemm_efficiency   = busy_s at efficiency 1 / (measured time - launch_overhead_s - gemm_overhead_s)
                         measured time = 2 M N K / measured FLOP/s                          (G23, G27, G28)
     gemm_overhead_s   = measured time - the model's time without it, for the 1024^3 GEMM   (G26, an H100;
-                        its tiles and split-K chosen as cost/gpu.py and families/gpu.py say)  carried over)
+                        its tiles and split-K chosen as families/gpu/cost.py and families/gpu/__init__.py say)  carried over)
     allreduce_bus_bytes_per_s = NCCL's bus bandwidth for 8 GB on 8 GPUs                    (G33, G34, G35)
     flash_attention_fraction  = FlashAttention-2's FLOP/s / the dense bf16 peak            (G36, an H100;
                                 (its two dots' FLOPs, as FlashAttention's benchmarks count)  carried over)
@@ -64,7 +64,7 @@ ROWS = (
     Row("G34", "h200", "allreduce", 8 * 10**9, "bf16", 479.98e9, "bus_bytes_per_s"),
     Row("G35", "a100", "allreduce", 8 * 10**9, "bf16", 231.58e9, "bus_bytes_per_s"),
     # G36: FlashAttention-2, batch 2, seq 8192, head_dim 128, 16 heads (the FlashAttention
-    # benchmark's width 2048); its H100 figure fits cost/gpu.py's attention fraction, its H200 figure
+    # benchmark's width 2048); its H100 figure fits families/gpu/cost.py's attention fraction, its H200 figure
     # (329.3, the row's note) is checked, not fitted.
     Row("G36", "h100", "attention", 8192, "bf16", 327.9e12, "flop_per_s"),
     Row("G36", "h200", "attention", 8192, "bf16", 329.3e12, "flop_per_s"),

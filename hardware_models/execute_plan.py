@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hardware_models.passes.allocate_sram import sram_slots
+from hardware_models.families.lpu.allocate_sram import sram_slots
 from hardware_models.plan import Plan, ceil_div
 from hardware_models.target import Target
 from reference.ir import Module, Op

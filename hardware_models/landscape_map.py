@@ -1,6 +1,6 @@
 """The Accelerator Landscape Map: one column per family, one row per question a user asks.
 
-Prose cells come from hardware_models/landscape_map.toml; number rows from each family's
+Prose cells come from each family's map.toml (hardware_models/families/<name>/map.toml); number rows from each family's
 representative target file, read through the family registry (hardware_models/families/) and
 the target's memory levels; rows computed by the models: the ridge point (peak over main memory
 bandwidth), and, when the caller passes predictions, where a reference model's KV cache is
@@ -13,13 +13,13 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hardware_models.families import BUILTIN, get_family
+from hardware_models.families import BUILTIN, get_family, home
 from hardware_models.target import Target, get_target
 from reference.errors import BadTargetFile
 from reference.units import format_bytes, format_rate
 
-MAP_FILE = Path(__file__).with_name("landscape_map.toml")
-FAMILIES = BUILTIN  # its columns: the built-in families, each with a table in landscape_map.toml
+MAP_FILE = "map.toml"  # in each family's package: its column's prose cells
+FAMILIES = BUILTIN  # its columns: the built-in families, each with its map.toml
 PROSE = (
     ("execution model", "execution_model"),
     ("memory hierarchy", "memory_hierarchy"),
@@ -65,19 +65,44 @@ class LandscapeMap:
         return "\n".join(lines)
 
 
-def _read_prose(path: Path = MAP_FILE) -> dict[str, dict[str, str]]:
-    raw = tomllib.loads(path.read_text())
+def map_file(family: str) -> Path:
+    """The file holding a family's prose cells: map.toml in its package.
+
+    Raises:
+        BadTargetFile: a family declared in one module, which has no package to hold it.
+    """
+    where = home(family)
+    if where is None:
+        raise BadTargetFile(f"hardware_models/families/{family}", None, f"a package holding {MAP_FILE}")
+    return where / MAP_FILE
+
+
+def _read_cells(family: str, path: Path) -> dict[str, str]:
+    """One family's prose cells from `path`, every key the map has and no other.
+
+    Raises:
+        BadTargetFile: a missing file, TOML that does not parse, a key missing or unknown.
+    """
     wanted = {key for _, key in PROSE} | {"name", "target"}
-    for family in FAMILIES:
-        table = raw.get(family)
-        if not isinstance(table, dict):
-            raise BadTargetFile(path, family, "a table for every family")
-        missing, unknown = wanted - set(table), set(table) - wanted
-        if missing or unknown:
-            raise BadTargetFile(
-                path, family, f"keys {sorted(wanted)}; missing {sorted(missing)}, unknown {sorted(unknown)}"
-            )
-    return raw
+    if not path.is_file():
+        raise BadTargetFile(path, family, f"a {MAP_FILE} with the family's prose cells")
+    try:
+        table = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise BadTargetFile(path, family, f"valid TOML ({err})") from None
+    table.pop("schema", None)
+    missing, unknown = wanted - set(table), set(table) - wanted
+    if missing or unknown:
+        raise BadTargetFile(
+            path, family, f"keys {sorted(wanted)}; missing {sorted(missing)}, unknown {sorted(unknown)}"
+        )
+    return table
+
+
+def _read_prose(files: dict[str, Path] | None = None) -> dict[str, dict[str, str]]:
+    """family -> its prose cells, from each family's map.toml (or `files`: family -> path)."""
+    files = files or {}
+    return {family: _read_cells(family, files.get(family) or map_file(family)) for family in FAMILIES}
 
 
 def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:

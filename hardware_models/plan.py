@@ -15,8 +15,8 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from hardware_models.plan_spyre import Edge, Restickify, StickLayout, WorkDivision  # noqa: F401 (re-exported)
 from hardware_models.tiles import ceil_div, round_up  # noqa: F401 (re-exported)
 from hardware_models.values import (  # noqa: F401  (re-exported: the plan's values, shared by passes and cost models)
     FALLBACK_OPS,
@@ -36,6 +36,9 @@ from reference.ir import Op
 from reference.ir.counters import contraction_flops
 from reference.ir.graph import element_bytes
 from reference.units import format_bytes, format_seconds, plural
+
+if TYPE_CHECKING:  # the Spyre family's own records (hardware_models/families/spyre/plan.py)
+    from hardware_models.families.spyre.plan import Edge, Restickify, StickLayout, WorkDivision
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class Tiling:
     steps * cycles_per_step + fill_cycles cycles. On a GPU: split_k cuts k into that many slices
     of k_slice, each its own thread block, whose f32 partials (workspace_bytes, written and read
     back) a reduction sums through workspace_level; candidates: how many (tile, split-K) choices
-    the compiler costed to pick this one (families/gpu.py).
+    the compiler costed to pick this one (families/gpu/__init__.py).
     """
 
     shape: GemmShape

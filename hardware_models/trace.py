@@ -21,7 +21,7 @@ on 5 stages leave stage 2 to forward the hidden state. Each layer is a copy of t
 schedule placed after the one before it; crossing to the next stage adds a "stage hop" on the
 sending stage's first chip, and with tensor_parallel > 1 each layer ends with its two
 all-reduces on every chip of its stage, both on a "C2C" thread and each as long as
-cost/lpu.py's transfer time, rounded up to whole cycles. So chip k starts after chip k-1 has
+families/lpu/cost.py's transfer time, rounded up to whole cycles. So chip k starts after chip k-1 has
 finished and the hidden state has crossed, and the trace shows all stages - 1 hops the cost
 counts. A program without a layer call (a flat lowering, a single kernel) is split over the
 stages in program order, scheduled kernel j of n on stage j * stages // n (layer boundaries are
@@ -205,8 +205,8 @@ def _segments(plan: Plan, all_reduces: int) -> list[_Segment]:
 
 
 def _transfer_cycles(plan: Plan, label: str, target: Target) -> tuple[Group | None, int]:
-    """The partition's transfer group with this label and its time in whole cycles (cost/lpu.py)."""
-    from hardware_models.cost.lpu import transfer_seconds
+    """The partition's transfer group with this label and its time in whole cycles (families/lpu/cost.py)."""
+    from hardware_models.families.lpu.cost import transfer_seconds
 
     group = next((g for g in plan.groups if g.kind == "transfer" and g.label == label), None)
     if group is None:

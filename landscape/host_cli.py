@@ -1,6 +1,6 @@
 """`landscape calibrate host-cpu` and `landscape validate host-cpu` (registered by landscape/cli.py).
 
-calibrate times the calibration rows on this machine (hardware_models/host_calibration.py) and
+calibrate times the calibration rows on this machine (hardware_models/families/cpu/calibration.py) and
 writes a target file and its rows; validate times the catalogue three ways against the model
 (landscape/host_validate.py). Both check their input before torch or jax is imported.
 """
@@ -52,7 +52,6 @@ def _min_run(value: float) -> float:
 def _host_target(target_file: str):
     """The host-cpu target in `target_file`; a file that is not one names its problem and the way
     to write one."""
-    from hardware_models.families.cpu import CPU
     from hardware_models.target import load_target_file
     from reference.errors import BadTargetFile
 
@@ -68,8 +67,8 @@ def _host_target(target_file: str):
         target = load_target_file(path)
     except BadTargetFile as err:  # an older calibration's file lacks the keys the model reads now
         raise BadTargetFile(err.path, err.key, f"{err.expected} ({remedy} to replace it)") from None
-    if target.family_record is not CPU:
-        raise BadTargetFile(path, "family", f'"{CPU.name}" (a host-cpu file), got {target.family_record.name!r}')
+    if target.family_record.name != "cpu":
+        raise BadTargetFile(path, "family", f'"cpu" (a host-cpu file), got {target.family_record.name!r}')
     return target
 
 
@@ -115,7 +114,7 @@ def calibrate(target_name, out_dir, min_run_s, as_json) -> None:
     _min_run(min_run_s)
     folder = check_output_dir(out_dir, "--out")
     folder.mkdir(parents=True, exist_ok=True)
-    from hardware_models.host import read_host
+    from hardware_models.families.cpu.host import read_host
     from landscape.host_measure import calibrate as run
 
     host = read_host()

@@ -7,7 +7,7 @@ calls, with the interquartile range as the spread (a shared 2-core machine is no
     JAX (jax.jit): the same recipe by hand: calls in blocks of at least BLOCK_S, each block
         ended by block_until_ready (JAX dispatches asynchronously), per-call times per block
 
-`measure_rows` times the calibration rows (hardware_models/host_calibration.py) in PASSES
+`measure_rows` times the calibration rows (hardware_models/families/cpu/calibration.py) in PASSES
 sweeps over them all, keeping each row's median across the sweeps (the machine's speed drifts
 over minutes), and `calibrate` writes the target file and its rows. torch and jax are imported here, inside the
 functions, only when a command runs.
@@ -21,8 +21,7 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-from hardware_models.host import read_host
-from hardware_models.host_calibration import (
+from hardware_models.families.cpu.calibration import (
     ANGLE_FUNCTIONS,
     CHAIN_N,
     COLD_GEMM,
@@ -40,7 +39,8 @@ from hardware_models.host_calibration import (
     fit,
     plan_rows,
 )
-from hardware_models.host_files import rows_csv, target_toml
+from hardware_models.families.cpu.files import rows_csv, target_toml
+from hardware_models.families.cpu.host import read_host
 
 MIN_RUN_S = 0.25  # per timed kernel: long enough for a stable median here, short enough for CI
 BLOCK_S = 2e-3  # a JAX block: long enough that the clock's resolution does not matter
@@ -143,7 +143,7 @@ def _domain(fn: str, x, from_numpy):
 
 
 def _torch_function(fn: str):
-    """The ATen op of a calibration function (hardware_models/host_calibration.py FUNCTIONS)."""
+    """The ATen op of a calibration function (hardware_models/families/cpu/calibration.py FUNCTIONS)."""
     import torch
     import torch.nn.functional as F
 

@@ -31,7 +31,7 @@ def module_reads(module, inputs) -> tuple[int, int]:
 # ATen ops a GEMM library runs.
 CONTRACTIONS = ("mm", "addmm", "bmm", "baddbmm", "convolution", "_scaled_dot_product_flash_attention_for_cpu")
 # ATen ops that take one transcendental per output element, and the function whose rate each runs
-# at (hardware_models/cost/cpu.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
+# at (hardware_models/families/cpu/cost.py: gelu and silu are ATen kernels of their own; a softmax is exp's).
 TRANSCENDENTAL = {
     "exp": "exponential",
     "log": "log",
@@ -49,7 +49,7 @@ TRANSCENDENTAL = {
     "_log_softmax": "softmax",  # not pow: ATen squares with a multiply
     "native_layer_norm": "layer_norm",
 }  # an ATen kernel of its own (moments, then the scaling), its own row
-# ATen reductions: each reads its input once at the reduction rate (cost/cpu.py reduce_rate), in place of FLOPs.
+# ATen reductions: each reads its input once at the reduction rate (families/cpu/cost.py reduce_rate), in place of FLOPs.
 REDUCTIONS = (
     "sum",
     "mean",
@@ -154,7 +154,7 @@ def trace_eager(module, inputs, element_bytes: int = 4) -> list:
 
     import torch
 
-    from hardware_models.host_runtime import FrameworkOp
+    from hardware_models.families.cpu.runtime import FrameworkOp
 
     with _quiet_stderr(), torch.profiler.profile(record_shapes=True) as prof:
         module(*inputs)

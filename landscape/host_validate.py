@@ -5,7 +5,7 @@ Each entry runs at two sizes: its catalogue defaults (small: the runtime's fixed
 and LARGE (the work dominates: working sets of 0.1-8 MiB, from L2 to beyond L3). The
 prediction for a row comes from the IR of the side that ran it (torch-mlir's for eager and
 Inductor, JAX's for jax.jit) compiled by the cpu family's passes, or, eagerly, from the ATen
-ops one call dispatches (`trace_eager`); both costed by hardware_models/host_runtime.py.
+ops one call dispatches (`trace_eager`); both costed by hardware_models/families/cpu/runtime.py.
 error = predicted / measured - 1; the summary gives the median |error| and the worst ratio
 max(p/m, m/p) per runtime and overall. Measured: median of repeated calls (over PASSES
 sweeps) and its interquartile range (landscape/host_measure.py).
@@ -16,8 +16,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass
 
-from hardware_models.cost.cpu import RUNTIMES
-from hardware_models.host_runtime import compiled_seconds, eager_seconds
+from hardware_models.families.cpu.cost import RUNTIMES
+from hardware_models.families.cpu.runtime import compiled_seconds, eager_seconds
 from landscape.host_measure import MIN_RUN_S, sweep
 from landscape.host_trace import module_reads, trace_eager
 
@@ -234,7 +234,7 @@ def drift(target, min_run_s: float = MIN_RUN_S) -> dict[str, float]:
     by tens of percent within minutes; every prediction moves with it."""
     from pathlib import Path
 
-    from hardware_models.host_files import read_rows
+    from hardware_models.families.cpu.files import read_rows
     from landscape.host_measure import measure_rows
 
     path = Path(target.path).with_suffix(".csv")

@@ -184,6 +184,9 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_our_modules_import_each_other_without_a_cycle():
     graph = import_graph([p for pkg in PACKAGES for p in _modules(pkg)])
     assert {"hardware_models.cost.attention", "landscape.host_trace"} <= set(graph)
+    # the host CPU's package, whole: its record, cost model, sysfs reader, calibration, files, runtimes
+    host = {f"hardware_models.families.cpu.{m}" for m in ("cost", "host", "calibration", "files", "runtime", "xla")}
+    assert host | {"hardware_models.families.cpu"} <= set(graph)
     assert cycles(graph) == []
 
 

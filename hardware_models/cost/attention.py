@@ -3,7 +3,7 @@
 The kernel's main-memory bytes are its placement's (Q, K, V, O: place_buffers calls
 fuse_attention.attention_placement); the scores never leave the chip. One chip of a
 tensor-parallel partition computes its share of the query heads (1 / chips of the FLOPs).
-The GPU's kernel (FlashAttention-2) is costed in cost/gpu.py, the TPU's (Pallas) in cost/tpu.py.
+The GPU's kernel (FlashAttention-2) is costed in families/gpu/cost.py, the TPU's (Pallas) in families/tpu/cost.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Target families, one module each, and the one registry that every other module reads.
+"""Target families, one package each, and the one registry that every other module reads.
 
 A family (gpu, tpu, spyre, lpu, wafer, cpu) is hardware: its target files' schema and memory
 levels, how a kernel is tiled, the ceilings its roofline draws, whether its compiler schedules
@@ -6,13 +6,14 @@ every cycle statically (then a plan has a Chrome trace), and what the landscape 
 `Compiler` is one way to compile for it: an ordered pipeline of passes and the cost model of the
 kernels they make. A family holds its compilers, the usual one first (the host CPU has Inductor's
 and XLA:CPU's); a compilation names one (`compile_plan(..., compiler=)`, `estimate --compiler`),
-and the plan records which. Each family's module declares one `Family` record and registers it;
-a target file names its family.
+and the plan records which. A target file names its family.
 
-A new family is one module in this package (`register(Family(...))`, found by discovery) and
-one target file; a new compiler for a family is one `Compiler` in its tuple: nothing else
-changes. tests/hardware_models/test_families.py adds a toy family, a second compiler for it and
-a sixth column that way.
+A family is one package here, found by discovery: `families/<name>/__init__.py` declares its
+`Family` record (`NAME = register(Family(...))`); beside it sit its cost model (`cost.py`), the
+passes only it runs (one module each, named by the verb), its own plan records, and `map.toml`,
+its column's prose cells in the landscape map. A new compiler for a family is one module in its
+package that calls `add_compiler`: nothing else changes. tests/hardware_models/test_families.py
+adds a toy family, a second compiler for it and a sixth column that way.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from reference.errors import LandscapeError, UnknownName
 
 # The families are found, not listed: every module or package in this package is imported once,
-# on the first question to the registry, and registers its record. BUILTIN (the accelerators the
+# on the first question to the registry, and registers its record; then every module of a
+# family's package, so that one adding a compiler (`add_compiler`) is found too. BUILTIN (the accelerators the
 # map and `compare` show, in the order of their records' `column`) and HOST (the families found
 # here with no column: the host CPU, the machine this runs on) are read from the records.
 
@@ -116,12 +119,34 @@ class Family:
 
 
 _REGISTRY: dict[str, Family] = {}
+_HOMES: dict[str, Path] = {}  # family -> the directory of its package (none for a one-module family)
 
 
 def register(family: Family) -> Family:
     """Add a family (a family module calls this once, at import); returns it."""
     _REGISTRY[family.name] = family
     return family
+
+
+def add_compiler(family: str, compiler: Compiler) -> Compiler:
+    """Add a compiler to a registered family, after the ones it has (a module of the family's
+    package calls this once, at import: a new compiler is one module); returns it.
+
+    Raises:
+        FamilyError: no such family registered yet, or one of its compilers has that name.
+    """
+    if family not in _REGISTRY:
+        raise FamilyError(f"no family {family!r} to add compiler {compiler.name!r} to; registered: {sorted(_REGISTRY)}")
+    record = _REGISTRY[family]
+    _REGISTRY[family] = replace(record, compilers=record.compilers + (compiler,))
+    return compiler
+
+
+def home(family: str) -> Path | None:
+    """The directory of the family's package (where its map.toml lies), or None for a family
+    declared in one module."""
+    _discover()
+    return _HOMES.get(family)
 
 
 _FOUND: tuple[str, ...] | None = None  # the families this package's modules registered, once imported
@@ -143,11 +168,21 @@ def _discover() -> tuple[str, ...]:
             except Exception as err:  # any failure of a family's code: named, in one line
                 raise FamilyError(f"{where} cannot be imported: {type(err).__name__}: {err}") from err
             declared = [v for v in vars(module).values() if isinstance(v, Family)]
-            if not any(_REGISTRY.get(f.name) is f for f in declared):
+            mine = [f.name for f in declared if _REGISTRY.get(f.name) is f]
+            if not mine:
                 raise FamilyError(
                     f"{where} registers no family: a family module ends with NAME = register(Family(...))"
                 )
-            found += [f.name for f in declared if _REGISTRY.get(f.name) is f]
+            found += mine
+            if info.ispkg:
+                _HOMES.update({name: Path(module.__file__).parent for name in mine})
+                for part in pkgutil.iter_modules(module.__path__):
+                    try:
+                        importlib.import_module(f"{module.__name__}.{part.name}")
+                    except Exception as err:  # as above: named, in one line
+                        raise FamilyError(
+                            f"{where}/{part.name} cannot be imported: {type(err).__name__}: {err}"
+                        ) from err
         _FOUND = tuple(dict.fromkeys(found))
     return _FOUND
 

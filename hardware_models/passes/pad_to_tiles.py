@@ -8,8 +8,8 @@ A contraction becomes a batched GEMM (`gemm_shape`) in the type the plan says it
 cut to this chip's share under tensor parallelism; the family's rule gives its tile (tm, tn, tk),
 padded extents (mp, np, kp), units that run in parallel, steps (rounds of units) and reuse block.
 Each rule's formula and worked number is in its family's module: thread blocks in waves over SMs
-(families/gpu.py), weight-stationary MXU folds (families/tpu.py), 8-row passes by sticks
-(families/spyre.py). A family with no `tiling` (the LPU, the wafer) does not run this pass.
+(families/gpu/__init__.py), weight-stationary MXU folds (families/tpu/__init__.py), 8-row passes by sticks
+(families/spyre/__init__.py). A family with no `tiling` (the LPU, the wafer) does not run this pass.
 """
 
 from __future__ import annotations

@@ -76,14 +76,25 @@ def test_a_second_compiler_for_the_toy_family_is_one_record_and_its_plans_say_so
 
 def _fresh_package(monkeypatch, tmp_path, modules: dict[str, str]):
     """The registry as on a first question, with `modules` dropped into the families package."""
-    for name, text in modules.items():
-        (tmp_path / f"{name}.py").write_text(text)
+    for name, text in modules.items():  # a module's text, or a package's: {module: text}
+        if isinstance(text, dict):
+            (tmp_path / name).mkdir()
+            for part, body in text.items():
+                (tmp_path / name / f"{part}.py").write_text(body)
+        else:
+            (tmp_path / f"{name}.py").write_text(text)
         monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}", raising=False)
+    prefixes = tuple(f"hardware_models.families.{name}." for name in modules)
     monkeypatch.setattr(registry, "_REGISTRY", {})
+    monkeypatch.setattr(registry, "_HOMES", {})
     monkeypatch.setattr(registry, "_FOUND", None)
     monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
     for name in ("gpu", "tpu", "wafer", "lpu", "spyre", "cpu"):  # re-registered into the empty registry
+        package = importlib.import_module(f"hardware_models.families.{name}")
+        monkeypatch.setattr(registry, name, package)  # the re-import below rebinds it: put back after the test
         monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}")
+    for name in [m for m in sys.modules if m.startswith(("hardware_models.families.cpu.", *prefixes))]:
+        monkeypatch.delitem(sys.modules, name)  # a package's modules, so that a compiler module registers again
 
 
 SIXTH = (
@@ -101,6 +112,40 @@ def test_a_family_module_dropped_into_the_package_is_found_and_takes_its_column(
     assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "sixth")
     assert registry.HOST == ("cpu",) and list(families())[-1] == "cpu"
     assert get_family("sixth").vendor == "Example"
+
+
+SECOND = (
+    "from dataclasses import replace\n"
+    "from hardware_models.families import add_compiler\n"
+    "from hardware_models.families.gpu import GPU\n"
+    "SECOND = add_compiler('sixth', replace(GPU.compilers[0], name='second', stack='a second compiler'))\n"
+)
+
+
+def test_a_compiler_module_in_a_familys_package_is_found_and_comes_after_its_usual_one(monkeypatch, tmp_path):
+    """Rule: a family is one package (its record in __init__.py) and a new compiler one module of
+    it calling `add_compiler`; the package's directory is the family's home (its map.toml)."""
+    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=5), "second": SECOND}})
+    sixth = get_family("sixth")
+    assert [c.name for c in sixth.compilers] == ["inductor", "second"] and sixth.compiler("second").stack
+    assert registry.home("sixth") == tmp_path / "sixth" and registry.home("cpu").name == "cpu"
+    assert [c.name for c in get_family("cpu").compilers] == ["inductor", "xla"]  # xla.py, one module
+
+
+@pytest.mark.parametrize(
+    ("parts", "problem"),
+    [
+        ({"second": "raise RuntimeError('boom')\n"}, "sixth/second cannot be imported: RuntimeError: boom"),
+        ({"second": SECOND.replace("'sixth'", "'seventh'")}, "no family 'seventh' to add compiler 'second' to"),
+        ({"second": SECOND.replace("'second'", "'inductor'")}, "distinct names, has \\['inductor', 'inductor'\\]"),
+    ],
+    ids=["raises", "no such family", "a name taken"],
+)
+def test_a_broken_compiler_module_is_named_in_one_line(monkeypatch, tmp_path, parts, problem):
+    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=5), **parts}})
+    with pytest.raises(registry.FamilyError, match=problem) as err:
+        families()
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,13 @@
-"""GPU GEMM tiling chosen by an explicit cost (families/gpu.py): tiles and split-K over SMs."""
+"""GPU GEMM tiling chosen by an explicit cost (families/gpu/__init__.py): tiles and split-K over SMs."""
 
 from __future__ import annotations
 
 import pytest
 
 from hardware_models.calibration import gemm_module
-from hardware_models.cost.gpu import gpu_group_cost
 from hardware_models.estimate import estimate
 from hardware_models.families.gpu import gpu_candidates
+from hardware_models.families.gpu.cost import gpu_group_cost
 from hardware_models.passes.place_buffers import place_buffers
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
@@ -68,7 +68,7 @@ def test_the_course_down_projection_uses_most_sms_and_runs_faster():
 
 
 def test_worked_number_256_2048_512():
-    """families/gpu.py: 64x64 tiles, split-K 4, 128 blocks; tile_s 1.590 us + partials 0.448 us + 6.50 us fixed."""
+    """families/gpu/__init__.py: 64x64 tiles, split-K 4, 128 blocks; tile_s 1.590 us + partials 0.448 us + 6.50 us fixed."""
     t = get_target("h100")
     chosen, cost, _ = _costs(256, 512, 2048)
     assert (chosen.tile[:2], chosen.split_k, chosen.units) == ((64, 64), 4, 128)

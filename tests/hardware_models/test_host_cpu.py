@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import (
-    FUNCTIONS,
-    MID_GEMM_N,
-    SMALL_GEMM_N,
-    TINY_GEMM_N,
-)
-from hardware_models.host import read_host
-from hardware_models.host_calibration import (
+from hardware_models.families import get_family
+from hardware_models.families.cpu.calibration import (
     CONV_SHAPES,
     EIGEN_CONV,
     Measured,
@@ -21,7 +15,14 @@ from hardware_models.host_calibration import (
     fit,
     plan_rows,
 )
-from hardware_models.host_files import read_rows, refit
+from hardware_models.families.cpu.cost import (
+    FUNCTIONS,
+    MID_GEMM_N,
+    SMALL_GEMM_N,
+    TINY_GEMM_N,
+)
+from hardware_models.families.cpu.files import read_rows, refit
+from hardware_models.families.cpu.host import read_host
 from hardware_models.target import check_derivations, get_target
 
 
@@ -252,8 +253,7 @@ def test_the_fits_recover_the_rates_a_machine_was_built_with():
 def test_every_fitted_value_a_cpu_target_must_hold_is_one_the_calibration_makes():
     """The cpu family's required fitted keys (a file without one is refused on loading: one
     calibrated before a row existed) are exactly what `fit` makes, beside the caches' bandwidths."""
-    from hardware_models.families.cpu import CPU
-
+    CPU = get_family("cpu")
     made = {k for k in fit(synthetic_rows(), CORES) if k.removeprefix("fitted.") not in CPU.optional["fitted"]}
     assert made == {f"fitted.{k}" for k in CPU.schema["fitted"]}
 

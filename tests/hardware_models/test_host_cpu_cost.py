@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import (
+from hardware_models.families.cpu.cost import (
     GRAIN,
     evaluations,
     gemm_rate,
@@ -14,7 +14,7 @@ from hardware_models.cost.cpu import (
     threads,
     vector_rate,
 )
-from hardware_models.host_runtime import FrameworkOp, eager_seconds
+from hardware_models.families.cpu.runtime import FrameworkOp, eager_seconds
 from hardware_models.target import get_target
 from reference.errors import UnknownName
 
@@ -67,7 +67,7 @@ def test_a_modules_parameters_and_an_index_add_cost_their_measured_fixed_costs_b
 def test_xla_kernels_stream_no_faster_than_xlas_own_stream_row():
     """stream_bandwidth: a level's bandwidth (ATen's stream rows), capped for XLA:CPU's kernels
     at fitted.xla_stream_bytes_per_s; Inductor's kernels take the level's."""
-    from hardware_models.cost.cpu import stream_bandwidth
+    from hardware_models.families.cpu.cost import stream_bandwidth
 
     t = get_target("host-cpu")
     for level in t.levels:
@@ -85,7 +85,7 @@ def test_xla_gemms_keep_pytorchs_ratio_between_types():
 
 
 def test_another_family_or_runtime_is_refused():
-    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.families.cpu.runtime import compiled_seconds
 
     with pytest.raises(UnknownName):
         eager_seconds([], get_target("h100"))
@@ -123,7 +123,7 @@ def test_a_broadcast_producer_is_recomputed_per_outer_iteration_a_hoisted_one_is
 
 
 def test_each_transcendental_costs_its_own_measured_rate_and_one_without_a_row_costs_exps():
-    from hardware_models.cost.cpu import transcendental_rate
+    from hardware_models.families.cpu.cost import transcendental_rate
 
     t = get_target("host-cpu")
     for runtime in ("eager", "inductor", "xla"):
@@ -145,7 +145,7 @@ def test_a_fused_loops_transcendentals_are_priced_per_function_by_hand():
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import cpu_group_cost
+    from hardware_models.families.cpu.cost import cpu_group_cost
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -170,7 +170,7 @@ def test_an_iota_and_what_follows_from_it_run_in_the_cpus_loops_and_xla_shares_s
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import fused_work
+    from hardware_models.families.cpu.cost import fused_work
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -211,7 +211,7 @@ def test_a_gemms_rate_follows_the_measured_rows_by_hand():
     2 * 32^3 and below), the middle row's at 2 * 256^3, the large row's at 2 * 1024^3 and
     above; straight in log FLOPs between neighbours (halfway in log between 256^3 and 1024^3:
     2 * 512^3; between 32^3 and 128^3: 2 * 64^3)."""
-    from hardware_models.cost.cpu import (
+    from hardware_models.families.cpu.cost import (
         LARGE_GEMM_FLOPS,
         MID_GEMM_FLOPS,
         SMALL_GEMM_FLOPS,
@@ -272,7 +272,7 @@ def test_a_program_of_loops_alone_pays_the_loop_call_one_with_a_gemm_the_gemm_ca
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.families.cpu.runtime import compiled_seconds
     from jax_side.lower import lower_function
 
     t = get_target("host-cpu")
@@ -283,7 +283,7 @@ def test_a_program_of_loops_alone_pays_the_loop_call_one_with_a_gemm_the_gemm_ca
 
 
 def test_a_convolution_pays_its_batch_fixed_cost_and_runs_slower_the_shallower_it_is_by_hand():
-    from hardware_models.cost.cpu import conv_rate
+    from hardware_models.families.cpu.cost import conv_rate
 
     t = get_target("host-cpu")
     k0, rate = t["fitted.eager_conv_depth"], t["fitted.eager_conv_flop_per_s"]
@@ -337,7 +337,7 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
     """Inductor's output code for SDPA calls aten._scaled_dot_product_flash_attention_for_cpu: the
     Inductor pipeline fuses the attention into one group, costed as the eager kernel is."""
     from hardware_models.cost.attention import dot_flops
-    from hardware_models.cost.cpu import attention_seconds
+    from hardware_models.families.cpu.cost import attention_seconds
     from hardware_models.pipelines import compile_plan
     from landscape.lowering import lower_named
 
@@ -347,7 +347,7 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
     (group,) = [g for g in plan.groups if g.kind == "attention"]
     shape = plan.attention[group.id]
     assert shape.query_rows == 2 * 8 * 63 and shape.kv_len == 63
-    from hardware_models.cost.cpu import cpu_group_cost
+    from hardware_models.families.cpu.cost import cpu_group_cost
 
     cost = cpu_group_cost(lowering.module, plan, group, t, "inductor")
     compute_s = attention_seconds(t, shape.dtype, dot_flops(plan, group), shape.kv_heads, shape.query_rows)
@@ -356,7 +356,7 @@ def test_inductor_runs_attention_as_atens_flash_kernel_xla_as_dots_and_loops():
 
 
 def test_weights_that_outgrow_the_private_caches_are_streamed_at_the_cold_rate_by_hand():
-    from hardware_models.cost.cpu import private_bytes
+    from hardware_models.families.cpu.cost import private_bytes
 
     t = get_target("host-cpu")
     private = private_bytes(t)
@@ -374,8 +374,8 @@ def test_a_compiled_programs_dots_stream_their_argument_weights_only_when_they_o
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import private_bytes
-    from hardware_models.host_runtime import _argument_reads
+    from hardware_models.families.cpu.cost import private_bytes
+    from hardware_models.families.cpu.runtime import _argument_reads
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -392,7 +392,7 @@ def test_sine_and_cosine_are_timed_on_ropes_angle_table_the_rest_on_their_domain
     its argument's range), position p times a head's inverse frequencies row after row."""
     import numpy as np
 
-    from hardware_models.host_calibration import ANGLE_HEAD_DIM, angle_table
+    from hardware_models.families.cpu.calibration import ANGLE_HEAD_DIM, angle_table
     from landscape.host_measure import _domain
 
     n = 3 * ANGLE_HEAD_DIM + 5  # a partial last row

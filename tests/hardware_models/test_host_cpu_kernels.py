@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.cpu import vector_rate
-from hardware_models.host_runtime import FrameworkOp, eager_seconds
+from hardware_models.families.cpu.cost import vector_rate
+from hardware_models.families.cpu.runtime import FrameworkOp, eager_seconds
 from hardware_models.target import get_target
 
 
@@ -21,7 +21,7 @@ def test_a_concatenate_is_vector_work_a_gather_runs_one_element_op_per_cycle_by_
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import cpu_group_cost, fused_work, reduce_rate
+    from hardware_models.families.cpu.cost import cpu_group_cost, fused_work, reduce_rate
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -87,7 +87,7 @@ def test_a_transpose_read_a_line_or_more_apart_is_strided_and_conflicts_by_the_l
     when 8 * sets <= 16. The elements are the transpose's."""
     import math
 
-    from hardware_models.cost.cpu import strided_read
+    from hardware_models.families.cpu.cost import strided_read
     from reference.ir.graph import Op, TensorType
 
     t = get_target("host-cpu")
@@ -114,7 +114,7 @@ def test_a_transpose_read_a_line_or_more_apart_is_strided_and_conflicts_by_the_l
     ],
 )
 def test_a_transpose_that_reads_whole_lines_or_stays_in_l1_costs_no_strided_reads(shape, perm):
-    from hardware_models.cost.cpu import strided_read
+    from hardware_models.families.cpu.cost import strided_read
     from reference.ir.graph import Op, TensorType
 
     out = tuple(shape[p] for p in perm)
@@ -137,7 +137,7 @@ def test_xlas_loop_pays_its_transposed_reads_inductors_streams_by_hand():
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import cpu_group_cost, fused_work
+    from hardware_models.families.cpu.cost import cpu_group_cost, fused_work
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 
@@ -162,7 +162,7 @@ def test_a_skinny_gemm_pays_its_packing_a_one_row_gemm_reads_its_weight_per_row_
     """gemm_seconds on the committed target: a square GEMM is the curve's; 32 x 256 x 512 adds
     (256 * 512 - (32 * 256 * 512)^(2/3)) * 4 bytes at the packing rate; one row of a 1024 x 1024
     weight is the weight at the one-row rate, which is less than the square term there."""
-    from hardware_models.cost.cpu import gemm_rate, gemm_seconds
+    from hardware_models.families.cpu.cost import gemm_rate, gemm_seconds
 
     t = get_target("host-cpu")
     n = 256
@@ -200,7 +200,7 @@ def test_xla_runs_a_convolution_of_at_most_16_channels_with_its_own_kernel_at_a_
     import jax
     import jax.numpy as jnp
 
-    from hardware_models.cost.cpu import cpu_group_cost, xla_eigen_conv
+    from hardware_models.families.cpu.cost import cpu_group_cost, xla_eigen_conv
     from hardware_models.pipelines import compile_plan
     from jax_side.lower import lower_function
 

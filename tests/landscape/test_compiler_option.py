@@ -18,7 +18,7 @@ def _plan(capsys, *args):
 
 
 def test_the_host_cpus_xla_compiler_is_chosen_by_name_and_recorded(capsys):
-    """Rule (families/cpu.py): the host CPU's usual compiler is Inductor's; --compiler xla runs
+    """Rule (families/cpu/__init__.py): the host CPU's usual compiler is Inductor's; --compiler xla runs
     XLA:CPU's pipeline, whose fusion ends a kernel at each reduction, so softmax's two
     reductions (max, sum) cannot share one kernel with what follows them as Inductor's may."""
     usual, xla = _plan(capsys), _plan(capsys, "--compiler", "xla")

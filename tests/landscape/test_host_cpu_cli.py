@@ -68,7 +68,7 @@ def test_a_target_file_that_is_not_one_is_refused_in_one_line_with_the_remedy(co
 @pytest.mark.torch
 @pytest.mark.jax
 def test_validate_times_three_ways_and_predicts_from_the_model(capfd):
-    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.families.cpu.runtime import compiled_seconds
     from hardware_models.target import get_target
     from landscape.lowering import lower_named
 
@@ -100,7 +100,7 @@ def test_drift_is_not_measured_for_a_target_file_without_rows_beside_it(tmp_path
 @pytest.mark.torch
 @pytest.mark.jax
 def test_calibrate_writes_a_target_file_that_loads_and_cites_its_rows(tmp_path, capfd):
-    from hardware_models.host_files import read_rows, refit
+    from hardware_models.families.cpu.files import read_rows, refit
     from hardware_models.target import load_target_file
 
     assert main(["calibrate", "host-cpu", "--out", str(tmp_path), "--min-run-s", "0.01", "--json"]) == 0
@@ -145,8 +145,8 @@ def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
     import torch
     from torch import nn
 
-    from hardware_models.cost.cpu import call_overhead_s
-    from hardware_models.host_runtime import compiled_seconds
+    from hardware_models.families.cpu.cost import call_overhead_s
+    from hardware_models.families.cpu.runtime import compiled_seconds
     from hardware_models.target import get_target
     from landscape.host_validate import compiled_graphs
     from landscape.lowering import lower_named
@@ -166,7 +166,7 @@ def test_a_graph_break_splits_a_compiled_module_into_calls_each_costed():
 
 
 def _machine(model: str, flags: str):
-    from hardware_models.host import HostCpu
+    from hardware_models.families.cpu.host import HostCpu
 
     return HostCpu(
         model=model, machine="x86_64", cores=2, clock_hz=2e9, memory_bytes=2**30, flags=frozenset(flags.split())
@@ -202,7 +202,7 @@ def test_estimate_on_host_cpu_says_when_this_machine_is_not_the_calibrated_one(
         )
         + "\n"
     )
-    monkeypatch.setattr("hardware_models.host.read_host", lambda *a, **k: _machine(model, flags))
+    monkeypatch.setattr("hardware_models.families.cpu.host.read_host", lambda *a, **k: _machine(model, flags))
     assert main(["estimate", "matmul", "--target", str(mine), "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["target"] == "host-cpu"

@@ -48,7 +48,7 @@ def _check_record(c: Cost, where, main: str) -> None:
     assert c.time_s == pytest.approx(bound + c.schedule_s, rel=1e-9, abs=1e-18), where
     assert c.time_s > 0, where
     levels, times = dict(c.bytes), dict(c.memory_s)
-    for level, moved in levels.items():  # a GPU's L2 bytes are reported, not timed (cost/gpu.py)
+    for level, moved in levels.items():  # a GPU's L2 bytes are reported, not timed (families/gpu/cost.py)
         assert moved >= 0, (where, level)
         if level in times or (level == main and where[-1] != "fallback"):  # a fallback's time is the host link's
             assert (times.get(level, 0.0) > 0) == (moved > 0), (where, level, moved, times.get(level))
@@ -151,7 +151,7 @@ def test_lpu_partition_and_transfers_by_hand():
     program's 147,456 B need ceil(147,456 / 18,000) = 9 chips, a layer's 49,152 B need
     ceil(49,152 / 18,000) = 3 that share it, so 3 pipeline stages. It adds 2 stage hops a pass,
     each h + H / (L B), and 2 all-reduces a layer, each 2 (tp - 1) h + 2 (tp - 1) / tp x H / (L B)
-    (partition_chips, cost/lpu.py)."""
+    (partition_chips, families/lpu/cost.py)."""
     from hardware_models.workload import program_footprint
 
     module = _regional(3)

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from hardware_models.calibration import gemm_module
-from hardware_models.cost.lpu import transfer_seconds
 from hardware_models.estimate import estimate
+from hardware_models.families.lpu.cost import transfer_seconds
 from hardware_models.pipelines import compile_plan
 from hardware_models.plan import Group, Partition
 from hardware_models.target import get_target
@@ -30,7 +30,7 @@ def test_op_times_sum_to_the_makespan():
 
 
 def test_transfer_worked_numbers_for_llama_2_7b_decode():
-    """cost/lpu.py: 32 stage hops take 17.2 us and 64 all-reduces 66.3 us."""
+    """families/lpu/cost.py: 32 stage hops take 17.2 us and 64 all-reduces 66.3 us."""
     plan = compile_plan(gemm_module(8, 8, 8, "f16"), GROQ).with_(partition=Partition(65, 2, 0, 2.076e8, 8192, 32))
     hop = transfer_seconds(plan, Group(0, "transfer", (), "main", 32, "stage hop"), GROQ)
     reduce = transfer_seconds(plan, Group(1, "transfer", (), "main", 64, "all-reduce"), GROQ)
@@ -148,7 +148,7 @@ def test_each_chip_is_a_process_running_the_layers_the_partition_gives_it():
 
 def test_chip_k_starts_after_chip_k_minus_1_and_the_stage_hop():
     """The pipeline in order: chip k's first op starts once chip k-1's last op has ended and one
-    stage hop (cost/lpu.py's time, in whole cycles, on chip k-1's C2C thread) has passed; layer
+    stage hop (families/lpu/cost.py's time, in whole cycles, on chip k-1's C2C thread) has passed; layer
     i + 1 starts after layer i; the trace draws the stages - 1 hops the cost counts."""
     plan = compile_plan(_layered(7), GROQ, chips=3)
     trace = chrome_trace(plan, GROQ)
@@ -172,7 +172,7 @@ def test_chip_k_starts_after_chip_k_minus_1_and_the_stage_hop():
 def test_chips_sharing_a_layer_each_run_it_and_end_it_with_two_all_reduces():
     """A layer's weights over one chip's SRAM (tensor_parallel 2): 9 chips are 5 stages (the last
     of one chip), layer i on stage i * 5 // 7; every chip of a stage runs its layers, each ended
-    by two all-reduces on that chip's C2C thread as long as cost/lpu.py's (in whole cycles)."""
+    by two all-reduces on that chip's C2C thread as long as families/lpu/cost.py's (in whole cycles)."""
     target = GROQ.with_overrides({"levels.sram.bytes": 32000 / 0.9})
     plan = compile_plan(_layered(7), target, chips=9)
     p = plan.partition

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hardware_models.calibration import bmm_module, gemm_module
-from hardware_models.cost.spyre import lpddr5_seconds, matmul_rate
 from hardware_models.estimate import estimate
+from hardware_models.families.spyre.cost import lpddr5_seconds, matmul_rate
 from hardware_models.target import get_target
 from tests.hardware_models.programs import program, t
 
@@ -14,7 +14,7 @@ SPYRE = get_target("spyre")
 
 
 def test_a_65_element_fp16_copy_moves_two_sticks_in_and_two_out():
-    """The worked number in cost/spyre.py: 512 bytes over LPDDR5, 260 of them data."""
+    """The worked number in families/spyre/cost.py: 512 bytes over LPDDR5, 260 of them data."""
     v = t((65,), "f16")
     est = estimate(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE)
     (group,) = est.groups
@@ -65,7 +65,7 @@ def test_a_kernels_weight_load_hides_behind_the_compute_of_the_kernel_before():
     assert dict(plan.placements[second.id].split)["prefetchable"] == 4096 * 64 * 2  # w2, not h
     assert any(e.producer == 0 and e.consumer == 1 for e in plan.dataflow)
     cost = estimate(module, SPYRE, plan=plan).groups[1].cost
-    from hardware_models.cost.spyre import kernel_times
+    from hardware_models.families.spyre.cost import kernel_times
 
     alone = kernel_times(module, plan, second, SPYRE)[2]
     assert cost.memory_bound_s < alone

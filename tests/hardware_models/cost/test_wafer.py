@@ -14,7 +14,7 @@ WSE3 = get_target("wse-3")
 
 
 def test_worked_number_one_gflop_on_one_percent_of_a_wse3():
-    """cost/wafer.py: 1e9 / (9000 * 0.5 * 125e15 / 900000) = 1.6 us, plus 0.5 us of latency."""
+    """families/wafer/cost.py: 1e9 / (9000 * 0.5 * 125e15 / 900000) = 1.6 us, plus 0.5 us of latency."""
     module = gemm_module(500, 1000, 1000, "bf16")  # 2 * 500 * 1000 * 1000 = 1 GFLOP
     plan = compile_plan(module, WSE3)
     (group,) = plan.groups
@@ -54,10 +54,10 @@ def _stack(layers: int, rows: int, width: int = 512):
 def test_rows_stream_through_the_regions_as_a_pipeline_in_chunks_chosen_by_cost():
     """pass = sum over stages of (busy + latency) + (C - 1) x the slowest stage's busy, where a
     chunk of the rows keeps a stage busy for its share of the pass's compute and traffic, its
-    region's weights read again for every chunk (cost/wafer.py); place_layers keeps the fastest C
+    region's weights read again for every chunk (families/wafer/cost.py); place_layers keeps the fastest C
     of the powers of two up to the rows; each kernel keeps its whole-pass time as its span, which
     the roofline draws."""
-    from hardware_models.cost.wafer import pipeline_seconds
+    from hardware_models.families.wafer.cost import pipeline_seconds
 
     wse = get_target("wse-3")
     lat = wse["schedule.region_latency_s"]
@@ -128,7 +128,7 @@ def test_one_chunks_share_of_a_kernels_pass_by_hand():
     from dataclasses import replace
 
     from hardware_models.cost.model import Cost
-    from hardware_models.cost.wafer import _first_chunk_s, _one_row
+    from hardware_models.families.wafer.cost import _first_chunk_s, _one_row
 
     tgt = get_target("wse-3")
     plan = compile_plan(gemm_module(64, 64, 64, "f16"), tgt)

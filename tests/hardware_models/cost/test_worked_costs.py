@@ -1,6 +1,6 @@
 """Each family's cost formulas worked by hand for small kernels, from the target file's numbers
-and the plan's own tiles and divisions (the module docstrings of cost/tpu.py, cost/spyre.py and
-cost/wafer.py): the exact compute, memory and total time, not only their order."""
+and the plan's own tiles and divisions (the module docstrings of families/tpu/cost.py, families/spyre/cost.py and
+families/wafer/cost.py): the exact compute, memory and total time, not only their order."""
 
 from __future__ import annotations
 
@@ -143,7 +143,7 @@ def test_tpu_fused_attention_by_hand(chips):
     from dataclasses import replace
 
     from hardware_models.calibration import attention_module
-    from hardware_models.cost.tpu import tpu_attention_cost
+    from hardware_models.families.tpu.cost import tpu_attention_cost
     from hardware_models.plan import Partition, group_work
 
     tgt = get_target("tpu-v5e")
@@ -282,7 +282,7 @@ def test_gpu_fused_attention_by_hand(chips):
     from dataclasses import replace
 
     from hardware_models.calibration import attention_module
-    from hardware_models.cost.gpu import gpu_attention_cost, hbm_rate
+    from hardware_models.families.gpu.cost import gpu_attention_cost, hbm_rate
     from hardware_models.plan import Partition
 
     tgt = get_target("h100")

@@ -76,7 +76,7 @@ def test_no_slot_is_read_before_it_is_written_nor_overwritten_while_live(program
 
 
 def test_first_fit_takes_the_lowest_gap_that_holds_the_value():
-    from hardware_models.passes.allocate_sram import first_fit
+    from hardware_models.families.lpu.allocate_sram import first_fit
 
     assert first_fit([], 10) == 0
     assert first_fit([(0, 4), (10, 4)], 6) == 4 and first_fit([(0, 4), (10, 4)], 7) == 14

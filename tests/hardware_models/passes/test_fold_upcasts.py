@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.cost.gpu import contraction_peak
 from hardware_models.estimate import estimate
+from hardware_models.families.gpu.cost import contraction_peak
 from hardware_models.passes.fold_upcasts import FLOAT_BITS, widens_exactly
 from hardware_models.pipelines import compile_plan, pass_names
 from hardware_models.target import get_target

@@ -111,7 +111,7 @@ def test_a_streamed_pass_of_many_rows_waits_for_every_weight_to_stream_in_once()
     """Rows in chunks share the MemoryX link: the pass takes at least the weights over the
     system I/O (1.2 Tb/s), however many chunks it runs in (it took 1/chunks of that before)."""
     module = _regional(8, 2.5, rows=512)
-    from hardware_models.cost.wafer import pipeline_seconds
+    from hardware_models.families.wafer.cost import pipeline_seconds
 
     plan = compile_plan(module, WSE3, chips=1)
     assert plan.partition.mode == "streamed from MemoryX"
@@ -269,8 +269,8 @@ def test_wafer_counts_from_the_need_to_the_narrowest_matrix():
 def test_chunk_candidates_are_the_powers_of_two_up_to_the_rows_and_the_rows(monkeypatch):
     """choose_chunks costs 1, 2, 4, ... up to the rows, and the rows themselves; of equal costs
     the fewest chunks win."""
-    import hardware_models.cost.wafer as wafer
-    from hardware_models.passes.place_layers import choose_chunks
+    import hardware_models.families.wafer.cost as wafer
+    from hardware_models.families.wafer.place_layers import choose_chunks
 
     seen = []
     monkeypatch.setattr(wafer, "pipeline_seconds", lambda module, plan, target, c: seen.append(c) or 1.0)
@@ -285,7 +285,7 @@ def test_chunk_candidates_are_the_powers_of_two_up_to_the_rows_and_the_rows(monk
 
 def test_rows_a_pass_streams_are_a_blocks_batch_times_tokens():
     """The regional block's hidden state is [64, 128]: 64 rows; a program without layers has 1."""
-    from hardware_models.passes.place_layers import stream_rows
+    from hardware_models.families.wafer.place_layers import stream_rows
     from hardware_models.workload import program_footprint
     from tests.hardware_models.test_survivors import _regional
 

@@ -98,7 +98,7 @@ def test_a_matmul_split_over_chips_that_share_its_layer_takes_its_share_of_the_c
     """tensor_parallel chips each run 1/tp of the padded MACs: ceil(1024 x 320 x 320 / tp / 104,444)."""
     from dataclasses import replace
 
-    from hardware_models.passes.schedule_static import op_cycles
+    from hardware_models.families.lpu.schedule_static import op_cycles
 
     target = _target()
     module = _program()

@@ -184,7 +184,7 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
     the transpose [0, 2, 1] that only the matmul reads is a layout view that moves the stick to
     dimension 1, which is the matmul's contracting dimension: no restickify. Read with the
     other permutation, the stick lands on the wrong dimension and a restickify runs."""
-    from hardware_models.passes.insert_restickify import physical_stick_dim, required_stick_dims
+    from hardware_models.families.spyre.insert_restickify import physical_stick_dim, required_stick_dims
 
     a, r, w = t((8, 64), "f16"), t((8, 4, 16), "f16"), t((8, 16, 5), "f16")
 
@@ -230,7 +230,7 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
 def test_required_stick_dims_of_each_dot_form():
     """A on its last contracting dimension, B on its last free one: [b, m, k] x [b, k, n] -> (2, 2);
     Q K^T as [b, s, d] x [b, t, d] -> (2, 1); a 2-D dot -> (1, 1); a matrix-vector dot -> (1, 0)."""
-    from hardware_models.passes.insert_restickify import required_stick_dims
+    from hardware_models.families.spyre.insert_restickify import required_stick_dims
     from reference.ir.graph import DotDims, Op, TensorType
 
     def dot(lhs, rhs, dims):

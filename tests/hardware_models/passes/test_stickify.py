@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hardware_models.passes.stickify import stick_layout
+from hardware_models.families.spyre.stickify import stick_layout
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from tests.hardware_models.programs import program, t
@@ -60,7 +60,7 @@ def test_every_tensor_between_kernels_gets_a_layout():
 def test_stick_layouts_by_hand_for_each_element_size_and_stick_dimension():
     """128-byte sticks: 64 fp16, 32 f32, 128 i8 elements; the last dimension by default, the one
     asked for otherwise; a scalar's stick dimension is 0, and a 1-bit predicate counts as a byte."""
-    from hardware_models.passes.stickify import stick_layout
+    from hardware_models.families.spyre.stickify import stick_layout
 
     spyre = get_target("spyre")
     f16 = stick_layout((63, 65), "f16", spyre)

@@ -2,7 +2,7 @@
 lays the whole program out, one region of PEs per kernel, weights resident in the SRAM of the
 PEs that use them, activations flowing over the fabric as a pipeline. When the weights do not
 fit, it splits the model over wafers or streams the weights from MemoryX, whichever costs less.
-The cost model is hardware_models/cost/wafer.py.
+The cost model is hardware_models/families/wafer/cost.py.
 
 Upcasts (fold_upcasts): not in the pipeline. Whether the Cerebras compiler folds a convert into a
 matmul is unpublished; assumed it does not. Its real front end (the Cerebras PyTorch tracer)
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.wafer import wafer_group_cost
 from hardware_models.families import Compiler, Family, register
+from hardware_models.families.wafer.cost import wafer_group_cost
+from hardware_models.families.wafer.place_layers import place_layers
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fuse_elementwise import XLA_TPU, fuse_elementwise
-from hardware_models.passes.place_layers import place_layers
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.target import Target
 

@@ -9,7 +9,8 @@ units on 32 cores takes two rounds at 52% balance.
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, WorkDivision, group_outputs
+from hardware_models.families.spyre.plan import WorkDivision
+from hardware_models.plan import Plan, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 

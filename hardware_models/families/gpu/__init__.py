@@ -2,7 +2,7 @@
 
 Its compiler is Inductor-like: one kernel per contraction (cuBLAS/CUTLASS, epilogues not fused
 into it), elementwise work fused in producer-consumer order, and a contraction tiled into
-thread blocks that run in waves over the SMs. The cost model is hardware_models/cost/gpu.py.
+thread blocks that run in waves over the SMs. The cost model is hardware_models/families/gpu/cost.py.
 
 Tiling (thread-block tiles over SMs), chosen as cuBLAS's heuristics choose, by an explicit cost:
     candidates: tiles (tm, tn) in CANDIDATE_TILES, each shrunk to m, n rounded up to mma_m, times
@@ -13,7 +13,7 @@ Tiling (thread-block tiles over SMs), chosen as cuBLAS's heuristics choose, by a
     reuse block (bm, bn): the rows of A and columns of B that one wave touches when A, B and C do
     not fit in L2 together (gm x gn tiles with gm * gn ~ SMs); the whole problem when they do.
     partials (s > 1): 2 * s * b * m * n * 4 bytes, through L2 if s*b*m*n*4 fits its resident share
-    cost (kernel_seconds, the cost model's own formulas, cost/gpu.py):
+    cost (kernel_seconds, the cost model's own formulas, families/gpu/cost.py):
         max(waves * tile_s + reduce_s, compute_s, HBM bytes / HBM rate) + launch + gemm_overhead
         (+ launch for split-K's reduction kernel); the least wins, ties to the earlier candidate.
 Worked numbers: an H100 bf16 GEMM m = n = k = 8192 keeps 128 x 256 tiles, 64 * 32 = 2048 thread
@@ -34,14 +34,14 @@ import math
 from dataclasses import replace
 from functools import partial
 
-from hardware_models.cost.gpu import (
+from hardware_models.families import Compiler, Family, register
+from hardware_models.families.gpu.cost import (
     contraction_peak,
     gemm_times,
     gpu_group_cost,
     hbm_rate,
     vector_rate,
 )
-from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
@@ -115,7 +115,7 @@ def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int) -> list[Til
 
 
 def kernel_seconds(tiling: Tiling, target: Target) -> float:
-    """The time cost/gpu.py gives a plain GEMM kernel tiled so: max(busy, compute, HBM) + fixed,
+    """The time families/gpu/cost.py gives a plain GEMM kernel tiled so: max(busy, compute, HBM) + fixed,
     its HBM bytes A * ceil(np / bn) + B * ceil(mp / bm) + C (+ partials spilled to HBM), as
     place_buffers counts them."""
     s = tiling.shape

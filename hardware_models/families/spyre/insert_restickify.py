@@ -13,7 +13,8 @@ and the cost model charges its bytes at the restickify rate instead of the LPDDR
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, Restickify, ValueGraph
+from hardware_models.families.spyre.plan import Restickify
+from hardware_models.plan import Plan, ValueGraph
 from hardware_models.target import Target
 from reference.ir import Module
 

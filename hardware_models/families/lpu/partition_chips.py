@@ -12,7 +12,7 @@ of the narrowest weight matrix per chip x the layers (a regional model; the kern
 beyond that a chip would hold no work. It then adds the
 chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
-hidden state per layer (after attention and after the MLP). Their times are in cost/lpu.py.
+hidden state per layer (after attention and after the MLP). Their times are in families/lpu/cost.py.
 Worked number: llama-2-7b in fp16 needs 13.48 GB; at 0.9 x 220 MiB = 207.6 MB per chip that is
 65 chips; one layer's 405 MB of weights takes 2 of them (33 stages).
 """

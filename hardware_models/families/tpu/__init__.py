@@ -1,7 +1,7 @@
 """The TPU family (Google TPU v4, v5e, v5p, v6e): MXUs as weight-stationary systolic arrays, a
 VPU, VMEM and HBM; XLA's compiler fuses epilogues into the MXU fusion (output fusion).
 
-The cost model is hardware_models/cost/tpu.py, the systolic core hardware_models/cost/systolic.py.
+The cost model is hardware_models/families/tpu/cost.py, the systolic core hardware_models/cost/systolic.py.
 
 Tiling (weight-stationary MXU folds):
     weights k x n fill R x C arrays: kp = k rounded up to R, np = n rounded up to C, mp = m
@@ -23,8 +23,8 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
-from hardware_models.cost.tpu import tpu_group_cost, vpu_rate
 from hardware_models.families import Compiler, Family, register
+from hardware_models.families.tpu.cost import tpu_group_cost, vpu_rate
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention

@@ -8,8 +8,7 @@ import csv
 import io
 from pathlib import Path
 
-from hardware_models.host import HostCpu
-from hardware_models.host_calibration import (
+from hardware_models.families.cpu.calibration import (
     COLUMNS,
     FLOOR,
     ROWS_CSV,
@@ -19,6 +18,7 @@ from hardware_models.host_calibration import (
     fit,
     require_host,
 )
+from hardware_models.families.cpu.host import HostCpu
 
 
 def rows_csv(measured: list[Measured]) -> str:
@@ -79,7 +79,7 @@ def target_toml(
     lines = [
         f"# The host CPU, calibrated by `landscape calibrate host-cpu` on {when}.",
         f"# {host.describe()}",
-        f"# Fitted (F) values cite the rows of {rows_file} (hardware_models/host_calibration.py: the formulas).",
+        f"# Fitted (F) values cite the rows of {rows_file} (hardware_models/families/cpu/calibration.py: the formulas).",
         "schema = 1",
         f'name = "{name}"',
         'family = "cpu"',

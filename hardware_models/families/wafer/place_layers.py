@@ -13,12 +13,12 @@ starved):
 A token crosses the regions one after another. The rows of a pass (a prefill's tokens, a batch's
 sequences: batch x tokens of a regional block's hidden state) stream through the regions as a
 pipeline, each region working on one row while the next works on the row before (a "row
-pipeline" group carries the steady state, cost/wafer.py); a program without layers is costed as
+pipeline" group carries the steady state, families/wafer/cost.py); a program without layers is costed as
 one pass through every region in turn.
 
 When the program's arguments (weights, inputs, caches) exceed one wafer's usable SRAM, the
 compiler chooses the cheapest of three ways, per pass through the program, and says which with
-all three costs (cost/wafer.py has the formulas; W = ceil(bytes / usable SRAM)):
+all three costs (families/wafer/cost.py has the formulas; W = ceil(bytes / usable SRAM)):
     a pipeline of W wafers, whole layers on each (not where one layer's weights exceed a wafer,
       nor for more wafers than layers, or kernels of a program without layers)
     each layer split over the W wafers: 2 all-reduces of the hidden state a layer (1 for a
@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.cost.wafer import exchange_seconds, hop_seconds
+from hardware_models.families.wafer.cost import exchange_seconds, hop_seconds
 from hardware_models.plan import (
     Group,
     Partition,
@@ -61,9 +61,9 @@ STRATEGY_WORDS = {"streamed": "streamed", "pipeline": "in a pipeline of wafers",
 
 def choose_chunks(module: Module, plan: Plan, target: Target, rows: int) -> tuple[int, int]:
     """(chunks, candidates costed): how many chunks the pass's rows flow through the regions in,
-    the powers of two up to `rows` (and `rows` itself), by the pass time cost/wafer.py gives each;
+    the powers of two up to `rows` (and `rows` itself), by the pass time families/wafer/cost.py gives each;
     the first of equals (the fewest chunks) wins."""
-    from hardware_models.cost.wafer import pipeline_seconds
+    from hardware_models.families.wafer.cost import pipeline_seconds
 
     candidates = sorted({1 << k for k in range(rows.bit_length()) if 1 << k <= rows} | {rows})
     best = min(candidates, key=lambda c: (pipeline_seconds(module, plan, target, c), c))
@@ -187,7 +187,7 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
     elif wafers > 1 and strategy == "layer split":
         groups += (Group(len(groups), "transfer", (), "main", exchanges, "layer exchange"),)
     rows = stream_rows(module, footprint)
-    if rows > 1:  # the rows of a pass may flow through the regions as a pipeline (cost/wafer.py)
+    if rows > 1:  # the rows of a pass may flow through the regions as a pipeline (families/wafer/cost.py)
         groups += (Group(len(groups), "transfer", (), "main", 1, "row pipeline"),)
     holding_share = sum(holding[g.id] * g.repeats for g in plan.groups) / pes
     notes = (

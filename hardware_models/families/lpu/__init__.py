@@ -1,6 +1,6 @@
 """The LPU family (Groq): SRAM only, no caches or kernel launches; the compiler schedules every op
 on its functional unit (MXM, VXM, SXM, MEM) to the cycle, and a model is partitioned over as
-many chips as its weights need. The cost model (hardware_models/cost/lpu.py) reads the schedule.
+many chips as its weights need. The cost model (hardware_models/families/lpu/cost.py) reads the schedule.
 
 Upcasts (fold_upcasts): not in the pipeline. Whether GroqWare folds a convert into a matmul is
 unpublished; assumed it does not. Its real front end (GroqFlow's ONNX export) receives a bf16
@@ -12,13 +12,13 @@ has f32 (assumed; resolve_dtypes).
 
 from __future__ import annotations
 
-from hardware_models.cost.lpu import lpu_group_cost
 from hardware_models.families import Compiler, Family, register
-from hardware_models.passes.allocate_sram import allocate_sram
+from hardware_models.families.lpu.allocate_sram import allocate_sram
+from hardware_models.families.lpu.cost import lpu_group_cost
+from hardware_models.families.lpu.partition_chips import partition_chips
+from hardware_models.families.lpu.schedule_static import schedule_static
 from hardware_models.passes.assign_groups import assign_groups
-from hardware_models.passes.partition_chips import partition_chips
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
-from hardware_models.passes.schedule_static import schedule_static
 from hardware_models.target import Target
 
 

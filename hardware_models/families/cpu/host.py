@@ -104,7 +104,7 @@ class HostCpu:
     @property
     def summary(self) -> str:
         """What a host-cpu target file's description says of its machine: the CPU model, the cores
-        and the vector extensions (hardware_models/host_files.py writes it; a machine whose
+        and the vector extensions (hardware_models/families/cpu/files.py writes it; a machine whose
         summary differs is another machine)."""
         return f"{self.model} ({self.cores} cores, {' '.join(self.features)})"
 

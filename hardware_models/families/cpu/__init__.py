@@ -1,11 +1,11 @@
 """The host-CPU family: the machine this runs on, the one processor the project can measure.
 
 Cores with vector units (AVX2, AVX-512; AMX tiles, a small on-core systolic array, where the
-CPU has them), a cache hierarchy read from sysfs (hardware_models/host.py) and DRAM. Its
+CPU has them), a cache hierarchy read from sysfs (hardware_models/families/cpu/host.py) and DRAM. Its
 compiler passes mirror Inductor's C++ backend and XLA:CPU: elementwise work and reductions fused
 into loops (Inductor's CPU fusion: one kernel per contraction, epilogues apart), contractions
 handed to a GEMM library blocked for the caches, loops vectorized to the SIMD width. The cost
-model is hardware_models/cost/cpu.py; the target file is written by `landscape calibrate
+model is hardware_models/families/cpu/cost.py; the target file is written by `landscape calibrate
 host-cpu`, and `landscape validate host-cpu` checks it against kernels run here.
 
 Tiling (BLIS/Goto blocking, as oneDNN's and MKL's GEMMs block):
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.cpu import (
+from hardware_models.families import Compiler, Family, register
+from hardware_models.families.cpu.cost import (
     EAGER_KERNELS,
     FUNCTIONS,
     GEMM_CURVE,
@@ -33,11 +34,10 @@ from hardware_models.cost.cpu import (
     cpu_group_cost,
     gemm_rate,
 )
-from hardware_models.families import Compiler, Family, register
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
-from hardware_models.passes.fuse_elementwise import INDUCTOR, XLA_CPU, fuse_elementwise
+from hardware_models.passes.fuse_elementwise import INDUCTOR, fuse_elementwise
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
 from hardware_models.passes.place_buffers import place_buffers
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
@@ -102,14 +102,12 @@ def _pipeline(rules, attention: bool):
 
 
 # The family's usual compiler is Inductor's C++ backend (it fuses loops the way its GPU backend
-# does); jax.jit's pipeline is the same but for XLA:CPU's fusion, which ends a kernel at each
-# reduction: the family's "xla" compiler (host_runtime.compiled_seconds compiles with it).
-XLA_CPU_PIPELINE = _pipeline(XLA_CPU, attention=False)  # XLA:CPU has no fused attention: dots and softmax loops
+# does); jax.jit's, XLA:CPU, is its own module (families/cpu/xla.py), added to the record.
 
 
 def machine_note(target: Target) -> str:
     """A note when the target file was calibrated on another CPU than this one ('' when it matches)."""
-    from hardware_models.host import read_host
+    from hardware_models.families.cpu.host import read_host
 
     host = read_host()
     if target.description == host.summary:
@@ -181,12 +179,6 @@ CPU = register(
                 group_cost=partial(cpu_group_cost, runtime="inductor"),
                 stack="torch.compile's Inductor C++ back end: loops fused as its GPU back end fuses them, GEMMs to "
                 "oneDNN, attention to ATen's flash kernel for CPU",
-            ),
-            Compiler(
-                "xla",
-                pipeline=XLA_CPU_PIPELINE,
-                group_cost=partial(cpu_group_cost, runtime="xla"),
-                stack="jax.jit's XLA:CPU: a kernel ends at each reduction, dots to Eigen, no fused attention",
             ),
         ),
         ceilings=cpu_ceilings,

@@ -1,7 +1,7 @@
 """The host-CPU model: cores with vector units behind a cache hierarchy, caches kept warm.
 
 Every rate is the target file's, each fitted one measured on the machine (`landscape calibrate
-host-cpu`; hardware_models/host_calibration.py names its rows). The formulas, rate by rate and
+host-cpu`; hardware_models/families/cpu/calibration.py names its rows). The formulas, rate by rate and
 kernel by kernel (GEMM, reductions, vector, transcendentals, levels, transposed reads, threads,
 the working set, a compiled kernel, an eager op, recomputation in fused loops):
 docs/host-cpu.md, "The cost model, formula by formula".
@@ -24,9 +24,9 @@ from reference.ir.counters import op_cost
 from reference.ir.graph import element_bytes
 
 GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
-RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/host_runtime.py)
+RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/families/cpu/runtime.py)
 COMPILED = ("inductor", "xla")
-# The transcendental functions timed through every runtime (the IR's names; host_calibration.py);
+# The transcendental functions timed through every runtime (the IR's names; families/cpu/calibration.py);
 # one without a row of its own (power, tan, atan2, ...) costs what exponential costs.
 FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "rsqrt", "sine", "cosine")
 # ATen kernels of their own, timed eagerly (aten::gelu, ::silu, ::native_layer_norm, ::_softmax; _log_softmax is
@@ -52,7 +52,7 @@ SHARED_LEVEL_SHARE = 0.25
 YNN_CONV_MIN_CHANNELS = 16
 
 
-# n of the calibration's square f32 GEMM rows per library (host_calibration.py times them), and
+# n of the calibration's square f32 GEMM rows per library (families/cpu/calibration.py times them), and
 # the key suffix of each rate: between their FLOPs the rate follows them (`size_factor`).
 TINY_GEMM_N, SMALL_GEMM_N, MID_GEMM_N, LARGE_GEMM_N = (
     32,
@@ -73,7 +73,7 @@ TINY_GEMM_FLOPS, SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 
 
 class RuntimeRates:
     """One runtime's fitted quantities on a host-CPU target (`runtime_rates`): the one place that
-    spells their keys from the runtime's name (host_calibration.py writes them). Each is read
+    spells their keys from the runtime's name (families/cpu/calibration.py writes them). Each is read
     when asked for, so a file being calibrated can be costed with the values fitted so far. The
     GEMM library is MKL/oneDNN under eager and Inductor ("fitted.gemm_..."), XLA:CPU's own under
     xla ("fitted.xla_gemm_..."); kernel_s, call_s, loop_call_s and arg_s are the compiled

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hardware_models.cost.cpu import (
+from hardware_models.families.cpu.cost import (
     COMPILED,
     EAGER_KERNELS,
     FUNCTIONS,
@@ -24,12 +24,12 @@ from hardware_models.cost.cpu import (
     TINY_GEMM_N,
     XLA_GEMM_CURVE,
 )
-from hardware_models.host import HostCpu
+from hardware_models.families.cpu.host import HostCpu
 
 if TYPE_CHECKING:
     import numpy as np
 
-ROWS_CSV = Path(__file__).with_name("targets") / "host-cpu.csv"
+ROWS_CSV = Path(__file__).parents[2] / "targets" / "host-cpu.csv"
 COLUMNS = ("id", "runtime", "workload", "dtype", "size", "bytes", "flops", "median_s", "iqr_s", "runs")
 GEMM_SIZES = {"f32": LARGE_GEMM_N, "bf16": 512, "f16": 512}
 REDUCE_ROW = 512  # elements per row of the reduction rows (and of ATen's layer_norm row): a model width
@@ -55,7 +55,7 @@ EIGEN_CONV_SHAPE = (
     16,
     16,
     32,
-)  # the most channels XLA:CPU keeps from YNNPACK (cost/cpu.py YNN_CONV_MIN_CHANNELS), 2 x 32 x 32 pixels
+)  # the most channels XLA:CPU keeps from YNNPACK (families/cpu/cost.py YNN_CONV_MIN_CHANNELS), 2 x 32 x 32 pixels
 DOT_N = 32  # the side of the independent dots whose fixed cost the "dots" rows time (65 kFLOP each)
 KERNEL_CALL_N = 2 * REDUCE_ROW  # elements of the small rows of ATen's own kernels (two rows of a norm or softmax)
 INDEX_ADD_SHAPE = (4, 16, 64)  # (rows added, rows of the destination, row width) of the index_add row: 4 KiB, in L1
@@ -421,7 +421,7 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
 
 
 class _Fits(dict):
-    """The fits so far, read as a target (cost/cpu.py gemm_rate reads `quantities` and items)."""
+    """The fits so far, read as a target (families/cpu/cost.py gemm_rate reads `quantities` and items)."""
 
     @property
     def quantities(self):
@@ -430,7 +430,7 @@ class _Fits(dict):
 
 def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str]]:
     """The GEMM library's packing and one-row rates (docs/host-cpu.md's calibration rows), per library."""
-    from hardware_models.cost.cpu import gemm_rate
+    from hardware_models.families.cpu.cost import gemm_rate
 
     fits = _Fits({k: v for k, (v, _) in out.items()})
     t = {m.spec.id: m.median_s for m in measured}

@@ -1,7 +1,7 @@
 """The Spyre family (IBM Spyre): 32 cores of two 8 x 8 systolic corelets, a 2 MB scratchpad (LX)
 per core, LPDDR5, and tensors laid out in 128-byte sticks; torch-spyre is an Inductor back end.
 
-The cost model is hardware_models/cost/spyre.py.
+The cost model is hardware_models/families/spyre/cost.py.
 
 Tiling (8 x 8 corelets fed in sticks):
     m pads to 8-row passes (chip.matmul_row_pass), n and k to whole sticks (B's k zero-filled);
@@ -20,19 +20,19 @@ from __future__ import annotations
 
 from functools import partial
 
-from hardware_models.cost.spyre import spyre_group_cost
 from hardware_models.families import Compiler, Family, register
+from hardware_models.families.spyre.cost import spyre_group_cost
+from hardware_models.families.spyre.divide_work import divide_work
+from hardware_models.families.spyre.fire_kernels import fire_kernels
+from hardware_models.families.spyre.insert_restickify import insert_restickify
+from hardware_models.families.spyre.plan_scratchpad import plan_scratchpad
+from hardware_models.families.spyre.stickify import stickify
 from hardware_models.passes.assign_groups import assign_groups
-from hardware_models.passes.divide_work import divide_work
-from hardware_models.passes.fire_kernels import fire_kernels
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_elementwise import INDUCTOR, fuse_elementwise
-from hardware_models.passes.insert_restickify import insert_restickify
 from hardware_models.passes.pad_to_tiles import pad_to_tiles
-from hardware_models.passes.plan_scratchpad import plan_scratchpad
 from hardware_models.passes.resolve_dtypes import resolve_dtypes
 from hardware_models.passes.shard_tensor_parallel import shard_tensor_parallel
-from hardware_models.passes.stickify import stickify
 from hardware_models.plan import GemmShape, Tiling, ceil_div, round_up
 from hardware_models.target import Target
 from reference.ir.graph import element_bytes

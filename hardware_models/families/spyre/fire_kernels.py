@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hardware_models.plan import Edge, Plan, group_inputs, group_outputs
+from hardware_models.families.spyre.plan import Edge
+from hardware_models.plan import Plan, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 

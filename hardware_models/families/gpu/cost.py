@@ -10,7 +10,7 @@ Rates (per chip, from the target file):
     HBM           hbm_bytes_per_s * fitted.hbm_efficiency (STREAM, kernels.csv G30-G32)
     L2            levels.l2.bytes_per_s: what feeds the SMs' tiles (5120 B/clk, derived per target)
 Contraction (a cuBLAS-like kernel tiled by pad_to_tiles; its tile and split-K s chosen there by
-this cost, families/gpu.py):
+this cost, families/gpu/__init__.py):
     compute_s = FLOPs / (peak * gemm_efficiency)                 gemm_efficiency fitted: G23/G27/G28
     tile_s    = (2 tm tn ks / (peak / SMs) + (tm + tn) ks e / (L2 / SMs))
                 / (gemm_efficiency * (1 + (peak / L2) * (128 + 256) e / (2 * 128 * 256)))

@@ -9,7 +9,8 @@ by every later pass and by the cost model. The plan notes how much of those byte
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, StickLayout, group_inputs, group_outputs
+from hardware_models.families.spyre.plan import StickLayout
+from hardware_models.plan import Plan, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.ir.graph import element_bytes

@@ -1,6 +1,6 @@
 """A program's time on the host CPU through one runtime: PyTorch eager, torch.compile, jax.jit.
 
-The three differ in what runs and what a call costs (hardware_models/cost/cpu.py):
+The three differ in what runs and what a call costs (hardware_models/families/cpu/cost.py):
     eager     no compiler: the ATen ops one eager call runs (`FrameworkOp`s, from the profiler's
               op tree: landscape/host_validate.py), each leaf a kernel of its own:
                   time = sum over ops of (max(compute_s, bytes / bandwidth of its level)
@@ -19,7 +19,7 @@ The three differ in what runs and what a call costs (hardware_models/cost/cpu.py
               + fitted.inductor_arg_s per argument beyond two (weights are arguments); a module
               dynamo splits at graph breaks pays the call once per graph
     xla       jax.jit: JAX's IR by the family's "xla" compiler, the same passes but for XLA:CPU's
-              fusion (a reduction ends its kernel: families/cpu.py), XLA:CPU's GEMM and transcendental rates,
+              fusion (a reduction ends its kernel: families/cpu/__init__.py), XLA:CPU's GEMM and transcendental rates,
               + fitted.xla_kernel_s per kernel, + fitted.xla_call_s per call, + fitted.xla_arg_s
               per argument beyond two
 """
@@ -28,15 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hardware_models.cost.cpu import (
+from hardware_models.cost.model import Cost
+from hardware_models.estimate import group_cost
+from hardware_models.families.cpu.cost import (
     COMPILED,
     call_overhead_s,
     cold_weight_seconds,
     eager_op_seconds,
     runtime_rates,
 )
-from hardware_models.cost.model import Cost
-from hardware_models.estimate import group_cost
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import Target
 from reference.errors import UnknownName
@@ -56,12 +56,14 @@ class FrameworkOp:
     dtype: str = "f32"
     nested: bool = False
     elements: int = 0  # its output's elements (what ATen splits over threads)
-    function: str = "exponential"  # the transcendental it evaluates (cost/cpu.py transcendental_rate)
-    reduced: int = 0  # elements a reduction reads (cost/cpu.py reduce_rate)
+    function: str = "exponential"  # the transcendental it evaluates (families/cpu/cost.py transcendental_rate)
+    reduced: int = 0  # elements a reduction reads (families/cpu/cost.py reduce_rate)
     batch: int = 1  # a batched GEMM's batch members (its rate follows one member's FLOPs)
     rows: int = 0  # a fused attention's query rows (batch x heads x queries)
     rhs_bytes: int = 0  # a GEMM's second operand (a linear layer's weight)
-    mnk: tuple[int, ...] = ()  # a GEMM's (m, n, k), one batch member's (cost/cpu.py gemm_seconds); () when not read
+    mnk: tuple[
+        int, ...
+    ] = ()  # a GEMM's (m, n, k), one batch member's (families/cpu/cost.py gemm_seconds); () when not read
     depth: int = 0  # a convolution's reduction depth (c_in x kernel taps; its batch: the images)
 
 
@@ -79,9 +81,7 @@ class RuntimeTime:
 
 
 def _check(target: Target) -> None:
-    from hardware_models.families.cpu import CPU
-
-    if target.family_record is not CPU:
+    if target.family_record.name != "cpu":
         raise UnknownName("host-CPU target", target.name, ["a target of the cpu family (host-cpu)"])
 
 
