@@ -2,7 +2,8 @@
 
 hardware_models/kernels.csv is a verbatim copy of the GPU and Spyre rows of
 ../shared/calibration/kernels.csv (same ids; a test checks the copy where the shared file
-exists). Each fitted value in a target file cites its row ("F G23"), and `refit` recomputes it.
+exists), and the AMD rows this project added with their sources (ADDED: AMD's max-achievable
+GEMM FLOPs, fitted as the NVIDIA GEMM rows are: gemm_efficiency on each chip's bf16 row). Each fitted value in a target file cites its row ("F G23"), and `refit` recomputes it.
 Spyre's fitted rates are the rows' own figures (S01-S06: bandwidths, MAC/ns per core). GPUs:
 
     hbm_efficiency    = STREAM triad bandwidth / hbm_bytes_per_s                         (G30, G31, G32)
@@ -42,6 +43,11 @@ class Row:
     dtype: str
     measured: float
     unit: str  # "flop_per_s", "bytes_per_s", "s", "mac_per_s_per_core" or "bus_bytes_per_s"
+    shape: tuple[int, int, int] = ()  # a GEMM's (M, N, K) when not M = N = K = size
+
+    @property
+    def mnk(self) -> tuple[int, int, int]:
+        return self.shape or (self.size, self.size, self.size)
 
 
 # Which workload each row measured (its "model" and "precision" columns, read once by hand).
@@ -68,6 +74,14 @@ ROWS = (
     # (329.3, the row's note) is checked, not fitted.
     Row("G36", "h100", "attention", 8192, "bf16", 327.9e12, "flop_per_s"),
     Row("G36", "h200", "attention", 8192, "bf16", 329.3e12, "flop_per_s"),
+    # A01-A06: AMD's max-achievable GEMM FLOPs (hipBLASLt), rows this project added beyond the
+    # shared table (ADDED); each chip's bf16 row fits its gemm_efficiency, the other types check it.
+    Row("A01", "mi300x", "gemm", 4096, "bf16", 708e12, "flop_per_s", (4096, 4864, 32896)),
+    Row("A02", "mi300x", "gemm", 4096, "f16", 654e12, "flop_per_s", (4096, 4864, 32896)),
+    Row("A03", "mi300x", "gemm", 4096, "f8E4M3FNUZ", 1273e12, "flop_per_s", (4096, 3648, 32896)),
+    Row("A04", "mi325x", "gemm", 4096, "bf16", 843e12, "flop_per_s", (4096, 4864, 32896)),
+    Row("A05", "mi325x", "gemm", 4096, "f16", 794e12, "flop_per_s", (4096, 4864, 32896)),
+    Row("A06", "mi325x", "gemm", 4096, "f8E4M3FNUZ", 1519e12, "flop_per_s", (4096, 3648, 32896)),
     Row("S01", "spyre", "reduce", 4096, "f16", 150e9, "bytes_per_s"),
     Row("S02", "spyre", "negate", 4096, "f16", 105e9, "bytes_per_s"),
     Row("S03", "spyre", "gemm", 4096, "f16", 1140e9, "mac_per_s_per_core"),
@@ -84,6 +98,8 @@ SPYRE_FITS = {
     "S05": "fitted.bmm_small_batch_mac_per_s_per_core",
     "S06": "fitted.restickify_bytes_per_s",
 }
+# Rows of kernels.csv this project added beyond ../shared/calibration/kernels.csv, each with its source.
+ADDED = ("A01", "A02", "A03", "A04", "A05", "A06")
 # Rows the model does not reproduce yet, each with the reason (a test checks that every other row is checked):
 NOT_MODELED: dict[str, str] = {
     "G38": "NCCL all-reduce at ~10 GB/device with SHARP off (370 GB/s): the model has one bus bandwidth per target, "
@@ -222,7 +238,7 @@ def row_module(row: Row) -> Module:
     if row.workload == "attention":
         return attention_module(ATTENTION_BATCH, ATTENTION_HEADS, row.size, ATTENTION_HEAD_DIM, row.dtype)
     if row.workload == "gemm":
-        return gemm_module(row.size, row.size, row.size, row.dtype)
+        return gemm_module(*row.mnk, row.dtype)
     if row.workload.startswith("bmm"):
         return bmm_module(int(row.workload[3:]), row.size, row.dtype)
     if row.workload in ("negate", "reduce", "transpose"):
@@ -242,7 +258,8 @@ def row_amount(row: Row, target) -> float:
     if row.workload == "attention":  # the two dots' FLOPs, as FlashAttention's benchmarks count them
         return 4 * ATTENTION_BATCH * ATTENTION_HEADS * row.size**2 * ATTENTION_HEAD_DIM
     batch = int(row.workload[3:]) if row.workload.startswith("bmm") else 1
-    flops = 2 * batch * row.size**3
+    m, n, k = row.mnk
+    flops = 2 * batch * m * n * k
     return flops / 2 / target["chip.cores"] if row.unit == "mac_per_s_per_core" else flops
 
 

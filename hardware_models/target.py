@@ -29,6 +29,7 @@ import operator
 import os
 import tomllib
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 
 from reference.errors import BadTargetFile, UnknownName, UnsupportedDtype
@@ -38,7 +39,7 @@ TAGS = ("P", "S", "D", "U", "F")
 
 # Element types by MLIR name that are checked against [dtypes]: the floating types and int8 (a
 # compute type for quantized matmuls); other integers are indices and masks every target handles.
-COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "i8")
+COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "i8")
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 ROLES = ("main", "on-chip", "register")
 LEVEL_QUANTITIES = ("bytes", "bytes_per_s", "usable_fraction", "usable_bytes", "resident_fraction", "buffer_fraction")
@@ -140,6 +141,21 @@ class Target:
                 raise BadTargetFile("--set", key, problem)
             quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
         return replace(self, quantities=quantities)
+
+    @cached_property
+    def view(self):
+        """The family's typed view of this file's quantities (`Family.view`: the GPU's `Simt`),
+        built once per target; a `--set` makes a new target and so a new view.
+
+        Raises:
+            FamilyError: a family whose cost model reads keys, and declares no view.
+        """
+        from hardware_models.families import FamilyError
+
+        build = self.family_record.view
+        if build is None:
+            raise FamilyError(f"the {self.family} family declares no typed view of its target files")
+        return build(self)
 
     @property
     def family_record(self):

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from hardware_models.families import representative_targets
 from landscape import cli
 
 
@@ -440,13 +441,14 @@ def test_compare_defaults_to_a_llama_layer_in_both_phases_with_every_bound(capsy
 
 @pytest.mark.torch
 @pytest.mark.jax
-def test_compare_gpt2_block_costs_both_sides_on_all_five_targets_and_shows_the_artifacts(capsys):
+def test_compare_gpt2_block_costs_both_sides_on_every_familys_target_and_shows_the_artifacts(capsys):
     """The issue's "done when": a LayerNorm model's PyTorch side (f64 statistics, f32 dots over bf16
     upcasts) is costed on every family, beside the JAX side, and the artifacts are reported."""
     assert cli.main(["compare", "block", "--shape", "style=gpt2", "--phase", "prefill", "--json"]) == 0
     (comparison,) = json.loads(capsys.readouterr().out)["comparisons"]
     rows = comparison["results"]
-    assert len(rows) == 10 and all("refused" not in r and r["time_s"] > 0 for r in rows)
+    assert len(rows) == 2 * len(representative_targets()) == 12  # six families, two sides
+    assert all("refused" not in r and r["time_s"] > 0 for r in rows)
     torch_rows = {r["target"]: r for r in rows if r["side"] == "torch"}
     assert torch_rows["h100"]["artifacts"]["upcasts_folded"] > 0
     assert any("has no f64" in n for n in torch_rows["tpu-v5e"]["artifacts"]["emulated"])

@@ -104,12 +104,12 @@ def test_predict_in_fp8_streams_half_the_weights(capsys):
     assert fp8["decode_step_s"] < 0.8 * bf16["decode_step_s"]
 
 
-def test_map_json_lists_five_families_and_the_measured_kv_cache(capsys):
+def test_map_json_lists_every_family_and_the_measured_kv_cache(capsys):
     assert cli.main(["map", "--json", "--model", "llama-3.2-1b"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert [f["family"] for f in data["families"]] == ["gpu", "tpu", "wafer", "lpu", "spyre"]
+    assert [f["family"] for f in data["families"]] == ["gpu", "tpu", "wafer", "lpu", "spyre", "cdna"]
     kv = next(r for r in data["rows"] if r["row"].startswith("KV-cache placement"))
-    assert "hbm" in kv["gpu"] and "sram" in kv["lpu"] and "lpddr5" in kv["spyre"]
+    assert "hbm" in kv["gpu"] and "sram" in kv["lpu"] and "lpddr5" in kv["spyre"] and "hbm" in kv["cdna"]
 
 
 def test_compare_json_and_out_folder(tmp_path, capsys):

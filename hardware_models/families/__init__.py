@@ -75,6 +75,8 @@ class Family:
                     a column (the host CPU; a test's toy family)
     caveat:         target -> a note for whoever reads a prediction from the file ('' when none):
                     the host CPU's, when the file was calibrated on another machine
+    view:           target -> the typed view of its file's quantities its cost model reads
+                    (`target.view`; the GPU's `Simt`), or None where the model reads keys
     """
 
     name: str
@@ -93,6 +95,7 @@ class Family:
     chip_unit: str = "chip"
     column: int | None = None
     caveat: Callable | None = None
+    view: Callable | None = None
 
     def __post_init__(self):
         names = [c.name for c in self.compilers]

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from hardware_models.calibration import KERNELS_CSV, NOT_MODELED, ROWS, check, read_csv, refit
+from hardware_models.calibration import ADDED, KERNELS_CSV, NOT_MODELED, ROWS, check, read_csv, refit
 from hardware_models.target import get_target, load_targets
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "calibration" / "kernels.csv"
-GPUS = ("a100", "h100", "h200")
+GPUS = ("a100", "h100", "h200", "mi300x", "mi325x")
 FITTED = (*GPUS, "spyre")
 
 
@@ -84,7 +84,9 @@ def test_each_rows_figure_matches_the_table():
 
 
 @pytest.mark.skipif(not SHARED.exists(), reason="../shared is not checked out here")
-def test_the_packaged_rows_are_a_verbatim_copy_of_the_shared_table():
-    shared = read_csv(SHARED)
-    for row_id, row in read_csv(KERNELS_CSV).items():
-        assert shared[row_id] == row
+def test_the_packaged_rows_are_a_verbatim_copy_of_the_shared_table_and_the_added_ones_say_where_from():
+    shared, packaged = read_csv(SHARED), read_csv(KERNELS_CSV)
+    assert set(packaged) - set(shared) == set(ADDED)
+    for row_id, row in packaged.items():
+        assert shared.get(row_id, row) == row
+        assert row["source"] and row["value"], row_id

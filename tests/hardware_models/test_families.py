@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib
 import pathlib
+import pkgutil
 import sys
 from dataclasses import replace
 
@@ -89,7 +90,7 @@ def _fresh_package(monkeypatch, tmp_path, modules: dict[str, str]):
     monkeypatch.setattr(registry, "_HOMES", {})
     monkeypatch.setattr(registry, "_FOUND", None)
     monkeypatch.setattr(registry, "__path__", [*registry.__path__, str(tmp_path)])
-    for name in ("gpu", "tpu", "wafer", "lpu", "spyre", "cpu"):  # re-registered into the empty registry
+    for name in [info.name for info in pkgutil.iter_modules(registry.__path__) if info.name not in modules]:
         package = importlib.import_module(f"hardware_models.families.{name}")
         monkeypatch.setattr(registry, name, package)  # the re-import below rebinds it: put back after the test
         monkeypatch.delitem(sys.modules, f"hardware_models.families.{name}")
@@ -107,9 +108,9 @@ SIXTH = (
 
 def test_a_family_module_dropped_into_the_package_is_found_and_takes_its_column(monkeypatch, tmp_path):
     """Rule: the registry lists no family by name; it imports every module of the package and
-    orders the columns by the records' `column` (a sixth accelerator, column 5, comes last)."""
-    _fresh_package(monkeypatch, tmp_path, {"sixth": SIXTH.format(column=5)})
-    assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "sixth")
+    orders the columns by the records' `column` (a seventh accelerator, column 6, comes last)."""
+    _fresh_package(monkeypatch, tmp_path, {"sixth": SIXTH.format(column=6)})
+    assert registry.BUILTIN == ("gpu", "tpu", "wafer", "lpu", "spyre", "cdna", "sixth")
     assert registry.HOST == ("cpu",) and list(families())[-1] == "cpu"
     assert get_family("sixth").vendor == "Example"
 
@@ -125,7 +126,7 @@ SECOND = (
 def test_a_compiler_module_in_a_familys_package_is_found_and_comes_after_its_usual_one(monkeypatch, tmp_path):
     """Rule: a family is one package (its record in __init__.py) and a new compiler one module of
     it calling `add_compiler`; the package's directory is the family's home (its map.toml)."""
-    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=5), "second": SECOND}})
+    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=6), "second": SECOND}})
     sixth = get_family("sixth")
     assert [c.name for c in sixth.compilers] == ["inductor", "second"] and sixth.compiler("second").stack
     assert registry.home("sixth") == tmp_path / "sixth" and registry.home("cpu").name == "cpu"
@@ -142,7 +143,7 @@ def test_a_compiler_module_in_a_familys_package_is_found_and_comes_after_its_usu
     ids=["raises", "no such family", "a name taken"],
 )
 def test_a_broken_compiler_module_is_named_in_one_line(monkeypatch, tmp_path, parts, problem):
-    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=5), **parts}})
+    _fresh_package(monkeypatch, tmp_path, {"sixth": {"__init__": SIXTH.format(column=6), **parts}})
     with pytest.raises(registry.FamilyError, match=problem) as err:
         families()
     assert "\n" not in str(err.value)

@@ -33,9 +33,9 @@ ROWS = (
 )
 
 
-def test_the_map_has_every_row_for_all_five_families():
+def test_the_map_has_every_row_for_every_family():
     result = landscape_map({"gpu": "measured"})
-    assert set(result.families) == {"gpu", "tpu", "wafer", "lpu", "spyre"}
+    assert set(result.families) == {"gpu", "tpu", "wafer", "lpu", "spyre", "cdna"}
     assert set(ROWS) <= {row for row, _ in result.rows}
     assert all(cells[f] for _, cells in result.rows for f in FAMILIES)
     assert dict(result.rows)["KV-cache placement (predicted)"]["gpu"] == "measured"

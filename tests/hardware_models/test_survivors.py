@@ -99,6 +99,9 @@ def test_roofline_memory_ceilings_are_the_target_files_levels(name):
         assert memory == {"LPDDR5": target["fitted.lpddr5_one_way_bytes_per_s"]}
     elif target.family == "lpu":
         assert memory == {"SRAM": main}
+    elif target.family == "cdna":  # HBM sustained, and the Infinity Cache at its own peak
+        ic = target["levels.infinity_cache.bytes_per_s"]
+        assert memory == {"HBM": main * target["fitted.hbm_efficiency"], "Infinity Cache": ic}
     elif target.family == "cpu":  # one line per cache level and DRAM, each at its measured bandwidth
         assert memory == {lv.name.upper(): target[f"levels.{lv.name}.bytes_per_s"] for lv in target.levels}
         assert memory["DRAM"] == main

@@ -42,6 +42,7 @@ from hardware_models.families.gpu.cost import (
     hbm_rate,
     vector_rate,
 )
+from hardware_models.families.gpu.view import nvidia_view
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fold_upcasts import fold_upcasts
 from hardware_models.passes.fuse_attention import fuse_attention
@@ -72,7 +73,7 @@ def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: in
     mp, np_, kp = round_up(shape.m, tm), round_up(shape.n, tn), round_up(shape.k, tk)
     tiles_m, tiles_n = mp // tm, np_ // tn
     units = shape.batch * tiles_m * tiles_n * split
-    sms = int(target["chip.sm_count"])
+    sms = target.view.units
     cache = target.level("on-chip")
     if sum(shape.operand_bytes()) + out_bytes <= target.level_capacity(cache):
         block = (mp, np_)
@@ -100,15 +101,14 @@ def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: in
     )
 
 
-def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int) -> list[Tiling]:
-    """Every (tile, split-K) choice the compiler considers for `shape`, in preference order."""
-    mma_m = int(target["chip.mma_m"])
+def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int, tiles=CANDIDATE_TILES) -> list[Tiling]:
+    """Every (tile, split-K) choice the compiler considers for `shape`, in preference order;
+    `tiles`: the library's thread-block tiles, largest first (cuBLAS's here; hipBLASLt's on AMD)."""
+    mma_m = target.view.mma_m
     width = element_bytes(shape.dtype)
     # tensor-core types pad k to whole MMAs; f32 and f64 run on the CUDA cores (no TF32), unpadded
-    tk = int(target["chip.mma_k_bytes"]) // width if width <= 2 else 1
-    tiles = dict.fromkeys(
-        (min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in CANDIDATE_TILES
-    )
+    tk = target.view.mma_k_bytes // width if width <= 2 else 1
+    tiles = dict.fromkeys((min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in tiles)
     k_steps = ceil_div(shape.k, tk)
     splits = [s for s in SPLIT_K if s == 1 or ceil_div(k_steps, s) * tk >= MIN_K_SLICE]
     return [_candidate(shape, target, out_bytes, tm, tn, tk, s) for s in splits for tm, tn in tiles]
@@ -125,22 +125,39 @@ def kernel_seconds(tiling: Tiling, target: Target) -> float:
     a, b = s.operand_bytes()
     hbm = a * ceil_div(np_, bn) + b * ceil_div(mp, bm) + s.batch * s.m * s.n * element_bytes(s.dtype)
     hbm += tiling.workspace_bytes if tiling.workspace_level == target.main_memory_level else 0
-    compute_s = s.flops / (contraction_peak(target, s.dtype) * target["fitted.gemm_efficiency"])
+    compute_s = s.flops / (contraction_peak(target, s.dtype) * target.view.gemm_efficiency)
     return max(mainloop_s + reduce_s, compute_s, hbm / hbm_rate(target)) + fixed_s
 
 
-def gpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
+def gpu_tiling(shape: GemmShape, target: Target, out_bytes: int, tiles=CANDIDATE_TILES) -> Tiling:
     """The candidate with the least kernel_seconds (the first of equals: larger tiles, no split)."""
-    candidates = gpu_candidates(shape, target, out_bytes)
+    candidates = gpu_candidates(shape, target, out_bytes, tiles)
     best = min(candidates, key=lambda t: kernel_seconds(t, target))
     return replace(best, candidates=len(candidates))
 
 
 def gpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
-    eff = target["fitted.gemm_efficiency"]
+    eff = target.view.gemm_efficiency
     return (
         {"tensor bf16": contraction_peak(target, "bf16") * eff, "CUDA-core f32": 2 * vector_rate(target)},
         {"HBM": hbm_rate(target)},
+    )
+
+
+def simt_pipeline(attention: str) -> tuple:
+    """The Inductor-like pipeline of a SIMT GPU; `attention` names the fused attention kernel its
+    stack calls (FlashAttention-2 here; AMD's families/cdna/ names ROCm's)."""
+    return (
+        resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
+        fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
+        assign_groups,  # after fold_upcasts because a folded convert forms no kernel
+        partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
+        partial(
+            fuse_attention, stack=attention
+        ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
+        shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
+        pad_to_tiles,  # after fusion because only contraction groups are tiled, once
+        place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
     )
 
 
@@ -167,18 +184,7 @@ GPU = register(
         compilers=(
             Compiler(
                 "inductor",
-                pipeline=(
-                    resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
-                    fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
-                    assign_groups,  # after fold_upcasts because a folded convert forms no kernel
-                    partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
-                    partial(
-                        fuse_attention, stack="FlashAttention-2"
-                    ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
-                    shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
-                    pad_to_tiles,  # after fusion because only contraction groups are tiled, once
-                    place_buffers,  # after pad_to_tiles because re-reads follow the reuse block
-                ),
+                pipeline=simt_pipeline("FlashAttention-2"),
                 group_cost=gpu_group_cost,
                 stack="Inductor-like: elementwise ops and reductions fused into generated kernels, GEMMs to a cuBLAS-like library (tile and split-K chosen by cost), attention to FlashAttention-2",
             ),
@@ -187,5 +193,6 @@ GPU = register(
         peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
         tiling=gpu_tiling,
+        view=nvidia_view,
     )
 )

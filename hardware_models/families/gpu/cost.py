@@ -45,29 +45,21 @@ from hardware_models.target import Target
 from reference.ir import Module
 from reference.ir.graph import element_bytes
 
-TENSOR_PEAK_KEYS = {
-    "bf16": "peak.bf16_flop_per_s",
-    "f16": "peak.fp16_flop_per_s",
-    "f8E4M3FN": "peak.fp8_flop_per_s",
-    "f8E5M2": "peak.fp8_flop_per_s",
-    "i8": "peak.int8_op_per_s",
-}
+# Every quantity below is read through the target's `Simt` view (families/gpu/view.py), which
+# each SIMT family builds from its own keys: NVIDIA's here, AMD's in families/cdna/.
 
 
 def vector_rate(target: Target) -> float:
-    return target["chip.sm_count"] * target["chip.fp32_lanes_per_sm"] * target["chip.clock_hz"]
+    return target.view.vector_rate
 
 
 def contraction_peak(target: Target, dtype: str) -> float:
     """FLOP/s of a contraction in `dtype`: tensor cores, or the CUDA cores' FMAs for f32."""
-    key = TENSOR_PEAK_KEYS.get(dtype)
-    if key and key in target.quantities:
-        return target[key]
-    return 2 * vector_rate(target)
+    return target.view.contraction_peak(dtype)
 
 
 def hbm_rate(target: Target) -> float:
-    return target.main_memory_bytes_per_s * target["fitted.hbm_efficiency"]
+    return target.view.hbm_bytes_per_s
 
 
 # The tile gemm_efficiency was fitted with (G23, G27, G28 run it): a compiler choice, cuBLAS's
@@ -76,32 +68,33 @@ REFERENCE_TILE = (128, 256)
 
 
 def l2_rate(target: Target) -> float:
-    """Bytes per second the L2 delivers to all SMs together (levels.l2.bytes_per_s)."""
-    return target.level_value(target.level("on-chip"), "bytes_per_s")
+    """Bytes per second the level feeding the tiles (the L2) delivers to all units together."""
+    return target.view.tile_feed_bytes_per_s
 
 
 def tile_seconds(target: Target, dtype: str, tm: int, tn: int, depth: int) -> float:
     """One thread block's k-loop over `depth` of k on one SM (tile_s in the module doc)."""
-    sms = target["chip.sm_count"]
-    peak, l2 = contraction_peak(target, dtype), l2_rate(target)
+    v = target.view
+    peak, l2 = v.contraction_peak(dtype), v.tile_feed_bytes_per_s
     e = element_bytes(dtype)
     rm, rn = REFERENCE_TILE
     reference = 1 + peak / l2 * (rm + rn) * e / (2 * rm * rn)  # the 128 x 256 tile's (MMA + loads) / MMA
-    mma_s = 2 * tm * tn * depth / (peak / sms)
-    load_s = (tm + tn) * depth * e / (l2 / sms)
-    return (mma_s + load_s) / (target["fitted.gemm_efficiency"] * reference)
+    mma_s = 2 * tm * tn * depth / (peak / v.units)
+    load_s = (tm + tn) * depth * e / (l2 / v.units)
+    return (mma_s + load_s) / (v.gemm_efficiency * reference)
 
 
 def gemm_times(tiling: Tiling, target: Target) -> tuple[float, float, float]:
     """(mainloop_s, reduce_s, fixed_s) of a GEMM kernel tiled as `tiling` (module doc)."""
+    v = target.view
     tm, tn, _ = tiling.tile
     mainloop_s = tiling.steps * tile_seconds(target, tiling.shape.dtype, tm, tn, tiling.k_slice)
     reduce_s = 0.0
-    if tiling.workspace_bytes:
+    if tiling.workspace_bytes:  # at the rate of the level the partials move through
         on_main = tiling.workspace_level == target.main_memory_level
-        reduce_s = tiling.workspace_bytes / (hbm_rate(target) if on_main else l2_rate(target))
-    launch_s = target["schedule.launch_overhead_s"]
-    fixed_s = launch_s + target["schedule.gemm_overhead_s"] + (launch_s if tiling.split_k > 1 else 0.0)
+        rate = v.hbm_bytes_per_s if on_main else target.level_value(tiling.workspace_level, "bytes_per_s")
+        reduce_s = tiling.workspace_bytes / rate
+    fixed_s = v.launch_s + v.gemm_overhead_s + (v.launch_s if tiling.split_k > 1 else 0.0)
     return mainloop_s, reduce_s, fixed_s
 
 
@@ -126,29 +119,26 @@ def gpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     shape = plan.attention[group.id]
     placement = plan.placements[group.id]
     flops = group_work(plan, module, group).flops
-    fraction = target["fitted.flash_attention_fraction"]  # F G36 (calibration.refit)
+    fraction = target.view.flash_attention_fraction  # F G36 (calibration.refit)
     compute_s = dot_flops(plan, group) / attention_chips(plan) / (contraction_peak(target, shape.dtype) * fraction)
     main = target.main_memory_level
     memory_s = {main: placement.at(main) / hbm_rate(target)}
-    return roofline_cost(
-        flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target["schedule.launch_overhead_s"]
-    )
+    return roofline_cost(flops, flops, compute_s, dict(placement.bytes), memory_s, compute_s, target.view.launch_s)
 
 
 def gpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
     if group.kind == "attention":  # a fused attention kernel (fuse_attention)
         return gpu_attention_cost(module, plan, group, target)
     placement = plan.placements[group.id]
-    launch_s = target["schedule.launch_overhead_s"]
+    v = target.view
+    launch_s = v.launch_s
     work = group_work(plan, module, group)
     flops, transcendentals = work.flops, work.transcendentals
     memory_s = {target.main_memory_level: placement.at(target.main_memory_level) / hbm_rate(target)}
-    sfu_s = transcendentals / (
-        target["chip.sm_count"] * target["chip.sfu_ops_per_cycle_per_sm"] * target["chip.clock_hz"]
-    )
+    sfu_s = transcendentals / v.sfu_rate
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
-        peak = contraction_peak(target, tiling.shape.dtype) * target["fitted.gemm_efficiency"]
+        peak = v.contraction_peak(tiling.shape.dtype) * v.gemm_efficiency
         compute_s = tiling.shape.flops / peak
         epilogue_s = work.epilogue_flops / vector_rate(target) + sfu_s
         mainloop_s, reduce_s, fixed_s = gemm_times(tiling, target)

@@ -1,0 +1,90 @@
+"""The AMD CDNA family (families/cdna/): one package and its target files, costed by the GPU's
+SIMT formulas through its own view. Worked numbers from AMD's max-achievable-FLOPs rows
+(kernels.csv A01-A06; held-out rows are checked in test_calibration.py) and rules of the
+hardware: the Infinity Cache keeps a producer's output, OCP fp8 runs as FNUZ, XGMI sets the
+all-reduce."""
+
+from __future__ import annotations
+
+import pytest
+
+from hardware_models.calibration import gemm_module
+from hardware_models.estimate import estimate
+from hardware_models.families import get_family, home
+from hardware_models.pipelines import compile_plan
+from hardware_models.predict import fewest_chips
+from hardware_models.target import get_target
+from tests.hardware_models.programs import program, t
+
+MI300X = get_target("mi300x")
+
+
+def test_the_family_is_one_package_with_its_map_cells_and_two_target_files():
+    """The Done-when of the redesign: a new family is one package plus its target files."""
+    cdna = get_family("cdna")
+    assert home("cdna").name == "cdna" and (home("cdna") / "map.toml").is_file()
+    assert cdna.describe() == "AMD GPU" and [c.name for c in cdna.compilers] == ["inductor"]
+    assert get_target("mi325x").family == "cdna" and MI300X.family == "cdna"
+
+
+def test_the_view_names_compute_units_and_each_xcds_l2_feeds_the_tiles():
+    v = MI300X.view
+    assert (v.units, v.mma_m, v.mma_k_bytes, v.fp32_lanes) == (304, 16, 32, 128)
+    assert v.tile_feed.name == "l2" and v.tile_feed_bytes_per_s == pytest.approx(8 * 2048 * 2.1e9)
+    assert MI300X.with_overrides({"chip.cu_count": 152}).view.units == 152  # a --set makes a new view
+
+
+def test_worked_number_amds_bf16_gemm_is_one_wave_of_256_by_256_tiles_at_the_fitted_rate():
+    """A01: 4096 x 4864 x 32896 bf16 in 16 x 19 = 304 tiles of 256 x 256, one per CU, one wave;
+    2 * 4096 * 4864 * 32896 = 1.311e15 FLOP at the measured 708 TFLOP/s is 1.852 ms."""
+    module = gemm_module(4096, 4864, 32896, "bf16")
+    (tiling,) = compile_plan(module, MI300X).tilings.values()
+    assert tiling.tile[:2] == (256, 256) and (tiling.units, tiling.steps, tiling.split_k) == (304, 1, 1)
+    flops = 2 * 4096 * 4864 * 32896
+    assert estimate(module, MI300X).total.time_s == pytest.approx(flops / 708e12, rel=1e-3)
+
+
+def test_ocp_fp8_runs_as_fnuz_at_the_fp8_peak_and_is_noted():
+    module = gemm_module(4096, 4096, 4096, "f8E4M3FN")
+    plan = compile_plan(module, MI300X)
+    assert plan.runs_as("f8E4M3FN") == "f8E4M3FNUZ"
+    assert any("f8E4M3FN is emulated on mi300x" in n for n in plan.notes)
+    bf16 = estimate(gemm_module(4096, 4096, 4096, "bf16"), MI300X).total.time_s
+    assert estimate(module, MI300X, plan=plan).total.time_s < 0.6 * bf16  # twice the peak, fewer bytes
+
+
+def _two_gemms(n: int):
+    """y = (x @ w1) @ w2, bf16 n x n: the first GEMM's output feeds the second."""
+    s = t((n, n))
+    return program(
+        {"x": s, "w1": s, "w2": s},
+        [
+            f"%0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : ({s}, {s}) -> {s}",
+            f"%1 = stablehlo.dot_general %0, %w2, contracting_dims = [1] x [0] : ({s}, {s}) -> {s}",
+        ],
+        "%1",
+        s,
+    )
+
+
+def test_the_infinity_cache_keeps_a_producers_output_that_an_h100s_l2_cannot():
+    """Rule: a 4096 x 4096 bf16 intermediate (33.6 MB) fits the Infinity Cache's resident half
+    (134 MB), so the second GEMM reads it from there; on an H100 it exceeds L2's (26 MB) and is
+    read back from HBM."""
+    module = _two_gemms(4096)
+    amd, nvidia = compile_plan(module, MI300X), compile_plan(module, get_target("h100"))
+    second = [g.id for g in amd.groups if g.kind == "contraction"][-1]
+    assert amd.placements[second].resident_inputs
+    second = [g.id for g in nvidia.groups if g.kind == "contraction"][-1]
+    assert not nvidia.placements[second].resident_inputs
+
+
+def test_a_70b_model_in_bf16_fits_one_mi300x_where_an_h100_needs_two():
+    """Rule of capacity: 70.6e9 weights x 2 bytes = 141 GB fit 192 GiB x 0.9 usable, not 80 GB."""
+    weights, sequence = int(70.6e9 * 2), 8192 * 80 * 2 * 8 * 128 * 2  # one 8k sequence's cache
+    assert fewest_chips(MI300X, weights, sequence, 8) == 1
+    assert fewest_chips(get_target("h100"), weights, sequence, 8) == 2
+
+
+def test_the_all_reduce_bus_bandwidth_is_the_xgmi_links_one_way_sum():
+    assert MI300X["interconnect.allreduce_bus_bytes_per_s"] == 7 * 64e9
