@@ -94,6 +94,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/run_times.py
 	$(BIN)/python benchmarks/lowering_scale.py
 	$(BIN)/python benchmarks/systolic_speed.py
+	$(BIN)/python benchmarks/calibration_rows.py
 	$(BIN)/python benchmarks/estimates.py
 	$(BIN)/python benchmarks/predict.py
 	$(BIN)/python benchmarks/layer_scaling.py

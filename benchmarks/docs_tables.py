@@ -241,6 +241,83 @@ def gpu_compare() -> str:
     )
 
 
+# What each fitted value of kernels.csv is, formula and all (hardware_models/calibration.py's doc).
+FIT_FORMULAS = {
+    "fitted.hbm_efficiency": "STREAM triad bandwidth / HBM peak",
+    "schedule.launch_overhead_s": "t(fp32 add, N = 65,536) − bytes / bandwidth (G41's note, H100)",
+    "fitted.gemm_efficiency": "busy time at efficiency 1 / (measured time − launch − gemm overhead)",
+    "schedule.gemm_overhead_s": "measured 1024³ GEMM time − the model's time without it (H100, carried over)",
+    "fitted.allreduce_bus_bytes_per_s": "NCCL all-reduce bus bandwidth, 8 GB on 8 GPUs",
+    "fitted.flash_attention_fraction": "FlashAttention-2's FLOP/s / dense bf16 peak (H100, carried over)",
+}
+
+
+def _quantity(key: str, value: float) -> str:
+    if key.endswith("bytes_per_s"):
+        return f"{_sig(value / 1e9, 4)} GB/s"
+    if key.endswith("_s"):
+        return f"{_sig(value * 1e6, 4)} µs"
+    return _sig(value, 3 if value >= 0.5 else 4)
+
+
+def calibration_fits() -> str:
+    """calibration_fits.csv (benchmarks/calibration_rows.py): each GPU's fitted values, with the
+    row each cites."""
+    fits = [r for r in _rows("calibration_fits.csv") if r["key"] in FIT_FORMULAS]
+    targets = list(dict.fromkeys(r["target"] for r in fits))
+    cell = {(r["target"], r["key"]): f"{_quantity(r['key'], float(r['value']))} ({r['row']})" for r in fits}
+    return "— : not fitted on a row; the target file gives its assumed (U) or derived (D) value.\n\n" + _table(
+        ["fitted value", "formula", *targets],
+        [
+            [f"`{key.split('.')[-1]}`", formula, *(cell.get((t, key), "—") for t in targets)]
+            for key, formula in FIT_FORMULAS.items()
+        ],
+    )
+
+
+# How each unit of calibration_rows.csv is shown: (scale, unit).
+ROW_UNITS = {
+    "flop_per_s": (1e12, "TFLOP/s"),
+    "bus_bytes_per_s": (1e9, "GB/s"),
+    "mac_per_s_per_core": (1e9, "MAC/ns/core"),
+    "s": (1e-3, "ms"),
+}
+
+
+def calibration_rows() -> str:
+    """calibration_rows.csv (benchmarks/calibration_rows.py): the model against every row of
+    kernels.csv, the held-out ones summarised first."""
+    rows = _rows("calibration_rows.csv")
+    out = [r for r in rows if r["sample"] == "out"]
+    errors = [abs(float(r["error"])) for r in out]
+    lines = [
+        f"The {len(out)} held-out rows ({', '.join(dict.fromkeys(r['id'] for r in out))}) come within "
+        f"{max(errors) * 100:.1f}%, median |error| {statistics.median(errors) * 100:.1f}%:",
+        "",
+        "",
+    ]
+    table = []
+    for r in rows:
+        unit = r["unit"]
+        if unit == "bytes_per_s":
+            scale, shown = (1e12, "TB/s") if r["id"].startswith("G") else (1e9, "GB/s")
+        elif unit == "s" and float(r["measured"]) < 1e-3:
+            scale, shown = 1e-6, "µs"
+        else:
+            scale, shown = ROW_UNITS[unit]
+        table.append(
+            [
+                r["id"] + (" (fit)" if r["sample"] == "in" else ""),
+                r["target"],
+                r["workload"],
+                f"{_sig(float(r['measured']) / scale, 4)} {shown}",
+                _sig(float(r["predicted"]) / scale, 4),
+                f"{float(r['error']) * 100:+.1f}%",
+            ]
+        )
+    return "\n".join(lines) + _table(["row", "target", "workload", "measured", "predicted", "error"], table)
+
+
 @dataclass(frozen=True)
 class Block:
     csv: str
@@ -255,6 +332,8 @@ BLOCKS = {
     "serving-accuracy": Block("serving_accuracy.csv", serving_accuracy),
     "predict": Block("predict.csv", predict),
     "gpu-compare": Block("gpu_compare.csv", gpu_compare),
+    "calibration-fits": Block("calibration_fits.csv", calibration_fits),
+    "calibration-rows": Block("calibration_rows.csv", calibration_rows),
 }
 
 

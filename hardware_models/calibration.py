@@ -353,7 +353,7 @@ def check(targets: dict) -> list[dict]:
             {
                 "id": row.id,
                 "target": row.target,
-                "workload": f"{row.workload} {row.size} {row.dtype}",
+                "workload": f"{row.workload} {'x'.join(map(str, row.shape)) if row.shape else row.size} {row.dtype}",
                 "unit": row.unit,
                 "measured": row.measured,
                 "predicted": predicted,
