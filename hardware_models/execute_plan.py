@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hardware_models.families.lpu.allocate_sram import sram_slots
+from hardware_models.families.lpu.plan import LpuState
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.plan import Plan, ceil_div
 from hardware_models.target import Target
 from reference.ir import Module, Op
@@ -142,7 +144,7 @@ class Execution:
     # -- R5: padded layouts
     def unit(self, value: str, shape: tuple[int, ...]) -> tuple[int, int] | None:
         """(elements per stick or vector, the dimension it runs along) of a value, or None."""
-        layout = self.plan.layouts.get(value)
+        layout = SpyreState.of(self.plan).layouts.get(value)
         if layout is not None and layout.shape:
             return layout.elements_per_stick, layout.stick_dim
         lanes = self.target.get("chip.vector_lanes")
@@ -254,7 +256,7 @@ class Execution:
         return moved
 
     def _sram_setup(self):
-        self.slots = dict(self.plan.sram)
+        self.slots = dict(LpuState.of(self.plan).sram)
         if "free-at-first-use" in self.faults and self.slots:
             self.slots, _ = sram_slots(self.plan, freed_at=min)
         self.start = {}  # qualified value -> cycle its reader or producer runs at

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from hardware_models.tiles import ceil_div, round_up  # noqa: F401 (re-exported)
 from hardware_models.values import (  # noqa: F401  (re-exported: the plan's values, shared by passes and cost models)
@@ -36,9 +35,6 @@ from reference.ir import Op
 from reference.ir.counters import contraction_flops
 from reference.ir.graph import element_bytes
 from reference.units import format_bytes, format_seconds, plural
-
-if TYPE_CHECKING:  # the Spyre family's own records (hardware_models/families/spyre/plan.py)
-    from hardware_models.families.spyre.plan import Edge, Restickify, StickLayout, WorkDivision
 
 
 @dataclass(frozen=True)
@@ -176,19 +172,6 @@ class Slot:
 
 
 @dataclass(frozen=True)
-class SramSlot:
-    """Where a statically scheduled value lives in SRAM (allocate_sram): bytes [offset, offset +
-    size) of one chip's SRAM, from the cycle its producer starts writing it (`written`) until the
-    cycle its last reader finishes (`freed`), on its function instance's timeline."""
-
-    timeline: str
-    offset: int
-    size: int
-    written: int
-    freed: int
-
-
-@dataclass(frozen=True)
 class Partition:
     """How a model is spread over chips: `chips` in all, `tensor_parallel` chips share each layer,
     the rest are pipeline stages in a row; `hidden_bytes` cross between stages."""
@@ -205,14 +188,6 @@ class Partition:
     @property
     def stages(self) -> int:
         return ceil_div(self.chips, self.tensor_parallel)
-
-
-@dataclass(frozen=True)
-class Region:
-    """The PEs a kernel gets on a wafer (place_layers): its own region, weights in their SRAM."""
-
-    pes: int
-    weight_bytes: int = 0  # the weights its PEs hold, read from their SRAM for every row that passes
 
 
 @dataclass(frozen=True)
@@ -279,6 +254,23 @@ class AttentionShape:
 
 
 @dataclass(frozen=True)
+class FamilyState:
+    """What a family's own passes decide beyond what every family's plan holds (`Plan.state`):
+    Spyre's stick layouts, re-layouts, dataflow and work division (families/spyre/plan.py), the
+    LPU's SRAM (families/lpu/plan.py), the wafer's regions (families/wafer/plan.py). A family's
+    package subclasses it, with empty defaults; a plan holds at most one, and `render_group`
+    adds its lines to the plan's text."""
+
+    @classmethod
+    def of(cls, plan: Plan):
+        """The plan's state of this kind, or an empty one (a plan its passes have not reached)."""
+        return plan.state if isinstance(plan.state, cls) else cls()
+
+    def render_group(self, plan: Plan, group: Group) -> list[str]:
+        return []
+
+
+@dataclass(frozen=True)
 class PassRecord:
     """One pass of a compilation: its name, the groups after it and its wall time in seconds."""
 
@@ -301,13 +293,10 @@ class Plan:
     groups: tuple[Group, ...] = ()
     tilings: dict[int, Tiling] = field(default_factory=dict)
     placements: dict[int, Placement] = field(default_factory=dict)
-    layouts: dict[str, StickLayout] = field(default_factory=dict)
-    restickify: tuple[Restickify, ...] = ()
-    dataflow: tuple[Edge, ...] = ()
-    divisions: dict[int, WorkDivision] = field(default_factory=dict)
-    regions: dict[int, Region] = field(default_factory=dict)
+    # a statically scheduled family's slots (schedule_static; `Family.scheduled`): the trace, the
+    # roofline's spans and the verifier read them for any such family
     schedule: dict[int, Slot] = field(default_factory=dict)
-    sram: dict[str, SramSlot] = field(default_factory=dict)  # value -> its SRAM slot, from allocate_sram (LPU)
+    state: FamilyState | None = None  # what the family's own passes decide (FamilyState)
     partition: Partition | None = None
     requested_chips: int | None = None  # --chips: the user's count instead of the compiler's
     notes: tuple[str, ...] = ()
@@ -324,6 +313,10 @@ class Plan:
 
     def with_(self, **changes) -> Plan:
         return replace(self, **changes)
+
+    def with_state(self, kind: type[FamilyState], **changes) -> Plan:
+        """The plan with its family state of `kind` (an empty one if it has none yet) changed."""
+        return replace(self, state=replace(kind.of(self), **changes))
 
     def runs_as(self, dtype: str) -> str:
         """The type the target runs `dtype` as, decided once by resolve_dtypes (itself if native)."""
@@ -352,7 +345,7 @@ class Plan:
         return {p.callee: p.instance for p in self.ops if p.callee}
 
     @functools.cached_property
-    def _written_by(self) -> dict[int, list[str]]:
+    def written_by(self) -> dict[int, list[str]]:
         graph = self.value_graph()
         return {g.id: group_outputs(self, graph, g) for g in self.groups if g.kind != "transfer"}
 
@@ -393,34 +386,8 @@ class Plan:
                 lines.append(
                     f"      {slot.unit} cycles {slot.start}-{slot.finish} (busy {slot.busy}, adds {slot.increment})"
                 )
-            for value in self._written_by.get(g.id, ()) if self.sram else ():
-                s = self.sram.get(value)
-                if s:
-                    lines.append(
-                        f"      writes {value} to SRAM [{s.offset:,}, {s.offset + s.size:,}) live cycles {s.written}-{s.freed}"
-                    )
-            d = self.divisions.get(g.id)
-            if d:
-                lines.append(
-                    f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)"
-                )
-            for r in self.restickify:
-                if r.group == g.id:
-                    lines.append(
-                        f"      restickify {r.value} to the layout this kernel reads"
-                        if r.kind == "operand"
-                        else "      the kernel is a restickify (a transpose of sticks)"
-                    )
-            region = self.regions.get(g.id)
-            if region:
-                lines.append(f"      region of {region.pes:,} PEs")
-            inputs = [
-                f"{'g' + str(e.producer) if e.producer >= 0 else 'argument'} {e.sticks} sticks in {e.where}"
-                for e in self.dataflow
-                if e.consumer == g.id
-            ]
-            if inputs:
-                lines.append(f"      fires on: {'; '.join(inputs)}")
+            if self.state is not None:
+                lines += self.state.render_group(self, g)
             if g.id in self.attention:
                 lines.append(f"      attention {self.attention[g.id]}")
             for i in g.members:

@@ -20,7 +20,8 @@ where the two exceed it: partition_chips sizes the chip count by the arguments a
 
 from __future__ import annotations
 
-from hardware_models.plan import Plan, SramSlot, group_outputs
+from hardware_models.families.lpu.plan import LpuState, SramSlot
+from hardware_models.plan import Plan, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.units import format_bytes
@@ -92,4 +93,4 @@ def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
             else ""
         )
     )
-    return plan.with_(sram=sram, notes=plan.notes + (note,))
+    return plan.with_state(LpuState, sram=sram).with_(notes=plan.notes + (note,))

@@ -22,6 +22,7 @@ assumed 5 us per kernel.
 from __future__ import annotations
 
 from hardware_models.cost.model import Cost, roofline_cost
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.plan import Group, Plan, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -44,13 +45,15 @@ def lpddr5_seconds(read: int, write: int, target: Target) -> float:
 def kernel_times(module: Module, plan: Plan, group: Group, target: Target) -> tuple[float, float, float, int]:
     """(compute_s, busy_s, LPDDR5 seconds, padded FLOPs) of one kernel, on its own."""
     split = dict(plan.placements[group.id].split)
-    is_restickify = any(r.group == group.id and r.kind == "kernel" for r in plan.restickify)  # insert_restickify
+    is_restickify = any(
+        r.group == group.id and r.kind == "kernel" for r in SpyreState.of(plan).restickify
+    )  # insert_restickify
     restick = split["restickify"] + (split["read"] + split["write"] if is_restickify else 0)
     moved = (0, 0) if is_restickify else (split["read"], split["write"])
     memory_s = lpddr5_seconds(*moved, target) + restick / target["fitted.restickify_bytes_per_s"]
     work = group_work(plan, module, group)
     flops, transcendentals = work.flops, work.transcendentals
-    division = plan.divisions[group.id]
+    division = SpyreState.of(plan).divisions[group.id]
     cores = target["chip.cores"]
     if group.kind == "contraction":
         tiling = plan.tilings[group.id]
@@ -66,7 +69,7 @@ def spyre_group_cost(module: Module, plan: Plan, group: Group, target: Target) -
     compute_s, busy_s, memory_s, padded = kernel_times(module, plan, group, target)
     previous = plan.groups[group.id - 1] if group.id > 0 else None
     hidden_s = 0.0
-    if previous is not None and previous.instance == group.instance and previous.id in plan.divisions:
+    if previous is not None and previous.instance == group.instance and previous.id in SpyreState.of(plan).divisions:
         _, prev_busy, prev_memory, _ = kernel_times(module, plan, previous, target)
         prefetch_s = (
             dict(plan.placements[group.id].split).get("prefetchable", 0) / target["fitted.lpddr5_one_way_bytes_per_s"]

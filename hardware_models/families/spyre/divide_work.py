@@ -9,7 +9,7 @@ units on 32 cores takes two rounds at 52% balance.
 
 from __future__ import annotations
 
-from hardware_models.families.spyre.plan import WorkDivision
+from hardware_models.families.spyre.plan import SpyreState, WorkDivision
 from hardware_models.plan import Plan, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
@@ -25,6 +25,6 @@ def divide_work(module: Module, plan: Plan, target: Target) -> Plan:
         if group.kind == "contraction":
             units = plan.tilings[group.id].units  # pad_to_tiles: 8-row passes x output sticks
         else:
-            units = max((plan.layouts[v].sticks for v in group_outputs(plan, graph, group)), default=1)
+            units = max((SpyreState.of(plan).layouts[v].sticks for v in group_outputs(plan, graph, group)), default=1)
         divisions[group.id] = WorkDivision(units, max(1, min(cores, units)))
-    return plan.with_(divisions=divisions)
+    return plan.with_state(SpyreState, divisions=divisions)

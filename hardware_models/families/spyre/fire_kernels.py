@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hardware_models.families.spyre.plan import Edge
+from hardware_models.families.spyre.plan import Edge, SpyreState
 from hardware_models.plan import Plan, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
@@ -34,8 +34,16 @@ def fire_kernels(module: Module, plan: Plan, target: Target) -> Plan:
             source = producer_group.get(value, -1)
             in_lx = value in placement.resident_inputs
             where = target.level("on-chip").name if in_lx else target.main_memory_level
-            edges.append(Edge(source, g.id, value, plan.layouts[value].sticks if value in plan.layouts else 0, where))
-            if not in_lx and source != g.id - 1 and value in plan.layouts:
-                prefetchable += plan.layouts[value].padded_bytes
+            edges.append(
+                Edge(
+                    source,
+                    g.id,
+                    value,
+                    SpyreState.of(plan).layouts[value].sticks if value in SpyreState.of(plan).layouts else 0,
+                    where,
+                )
+            )
+            if not in_lx and source != g.id - 1 and value in SpyreState.of(plan).layouts:
+                prefetchable += SpyreState.of(plan).layouts[value].padded_bytes
         placements[g.id] = replace(placement, split=placement.split + (("prefetchable", prefetchable),))
-    return plan.with_(placements=placements, dataflow=tuple(edges))
+    return plan.with_(placements=placements).with_state(SpyreState, dataflow=tuple(edges))

@@ -13,7 +13,7 @@ and the cost model charges its bytes at the restickify rate instead of the LPDDR
 
 from __future__ import annotations
 
-from hardware_models.families.spyre.plan import Restickify
+from hardware_models.families.spyre.plan import Restickify, SpyreState
 from hardware_models.plan import Plan, ValueGraph
 from hardware_models.target import Target
 from reference.ir import Module
@@ -61,4 +61,4 @@ def insert_restickify(module: Module, plan: Plan, target: Target) -> Plan:
                 continue  # an argument: laid out for this consumer when copied to the device
             if physical_stick_dim(graph, plan, operand) != wanted:
                 found.append(Restickify(group.id, root))
-    return plan.with_(restickify=tuple(found)) if found else plan
+    return plan.with_state(SpyreState, restickify=tuple(found)) if found else plan

@@ -1,12 +1,13 @@
 """The plan records of the stick-based device (Spyre): a tensor's stick layout, a kernel's work over
 the cores, a re-layout the compiler inserts, and a tensor between two kernels of the dataflow
-graph. `Plan` holds them (hardware_models/plan.py); the Spyre passes decide them."""
+graph, held together as the plan's `SpyreState` (Plan.state); the Spyre passes decide them."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from hardware_models.plan import FamilyState, Group, Plan
 from hardware_models.tiles import ceil_div
 
 
@@ -88,3 +89,36 @@ class Edge:
     value: str
     sticks: int
     where: str
+
+
+@dataclass(frozen=True)
+class SpyreState(FamilyState):
+    """What Spyre's passes decide (Plan.state): each value's stick layout (stickify), the
+    re-layouts inserted (insert_restickify), each kernel's work over the cores (divide_work) and
+    the tensors between kernels of its dataflow graph (fire_kernels)."""
+
+    layouts: dict[str, StickLayout] = field(default_factory=dict)
+    restickify: tuple[Restickify, ...] = ()
+    dataflow: tuple[Edge, ...] = ()
+    divisions: dict[int, WorkDivision] = field(default_factory=dict)
+
+    def render_group(self, plan: Plan, group: Group) -> list[str]:
+        lines = []
+        d = self.divisions.get(group.id)
+        if d:
+            lines.append(f"      {d.units} units over {d.cores} cores, {d.per_core} each ({d.balance:.0%} balanced)")
+        for r in self.restickify:
+            if r.group == group.id:
+                lines.append(
+                    f"      restickify {r.value} to the layout this kernel reads"
+                    if r.kind == "operand"
+                    else "      the kernel is a restickify (a transpose of sticks)"
+                )
+        inputs = [
+            f"{'g' + str(e.producer) if e.producer >= 0 else 'argument'} {e.sticks} sticks in {e.where}"
+            for e in self.dataflow
+            if e.consumer == group.id
+        ]
+        if inputs:
+            lines.append(f"      fires on: {'; '.join(inputs)}")
+        return lines

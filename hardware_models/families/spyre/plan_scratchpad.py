@@ -18,6 +18,7 @@ Split accounts for the cost model: read, write, spilled and restickified bytes.
 
 from __future__ import annotations
 
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.plan import (
     Placement,
     Plan,
@@ -42,17 +43,17 @@ def plan_scratchpad(module: Module, plan: Plan, target: Target) -> Plan:
             last_reader[value] = g.id
     returned = {v for g in plan.groups for v in io[g.id][1] if -1 in graph.users(v)}
     restick = {}
-    for r in plan.restickify:
+    for r in SpyreState.of(plan).restickify:
         if r.kind == "operand":
-            restick[r.group] = restick.get(r.group, 0) + plan.layouts[r.value].padded_bytes
+            restick[r.group] = restick.get(r.group, 0) + SpyreState.of(plan).layouts[r.value].padded_bytes
     kept: dict[str, float] = {}  # value -> bytes per core held in LX
     placements = {}
     for g in plan.groups:
         if g.kind == "transfer":  # chip-to-chip traffic: costed from the partition
             continue
         inputs, outputs = io[g.id]
-        cores = plan.divisions[g.id].cores if g.id in plan.divisions else 1
-        padded = {v: plan.layouts[v].padded_bytes for v in inputs + outputs}
+        cores = SpyreState.of(plan).divisions[g.id].cores if g.id in SpyreState.of(plan).divisions else 1
+        padded = {v: SpyreState.of(plan).layouts[v].padded_bytes for v in inputs + outputs}
         for v in inputs:  # a slice or gather reads its part of the value (values.read_bytes)
             part = read_bytes(plan, graph, g, v)
             if part < graph.nbytes(v):

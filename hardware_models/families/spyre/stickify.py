@@ -9,7 +9,7 @@ by every later pass and by the cost model. The plan notes how much of those byte
 
 from __future__ import annotations
 
-from hardware_models.families.spyre.plan import StickLayout
+from hardware_models.families.spyre.plan import SpyreState, StickLayout
 from hardware_models.plan import Plan, group_inputs, group_outputs
 from hardware_models.target import Target
 from reference.ir import Module
@@ -36,4 +36,4 @@ def stickify(module: Module, plan: Plan, target: Target) -> Plan:
     padded = sum(layout.padded_bytes for layout in layouts.values())
     data = sum(layout.data_bytes for layout in layouts.values())
     note = f"stick padding: {padded - data:,} of the {padded:,} bytes between kernels ({(padded - data) / max(padded, 1):.1%}) are padding"
-    return plan.with_(layouts=layouts, notes=plan.notes + ((note,) if padded > data else ()))
+    return plan.with_state(SpyreState, layouts=layouts).with_(notes=plan.notes + ((note,) if padded > data else ()))

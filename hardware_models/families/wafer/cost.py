@@ -49,6 +49,7 @@ Worked number: a kernel of 1 GFLOP on 1% of a WSE-3 (9,000 PEs) at e = 0.5:
 from __future__ import annotations
 
 from hardware_models.cost.model import Cost, roofline_cost
+from hardware_models.families.wafer.plan import WaferState
 from hardware_models.plan import Group, Plan, ceil_div, group_work
 from hardware_models.target import Target
 from reference.ir import Module
@@ -115,7 +116,7 @@ def _one_row(plan: Plan, group: Group, target: Target, full: Cost, chunks: int) 
     """How long one chunk keeps a stage busy (latency aside): its share of the pass's compute and
     traffic, except that the weights the region's PEs hold are read from their SRAM again for
     every chunk (its matrix products read the whole weight tile)."""
-    region = plan.regions.get(group.id)
+    region = WaferState.of(plan).regions.get(group.id)
     weights = region.weight_bytes if region else 0
     main = target.main_memory_level
     memory_s = []
@@ -173,7 +174,7 @@ def _pass_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost
     latency_s = target["schedule.region_latency_s"]
     flops = group_work(plan, module, group).flops
     pes = target["chip.pes"]
-    share = plan.regions[group.id].pes / pes
+    share = WaferState.of(plan).regions[group.id].pes / pes
     compute_s = flops / (share * pes * target["fitted.compute_efficiency"] * target["peak.fp16_flop_per_s"] / pes)
     memory_s = {
         target.main_memory_level: placement.at(target.main_memory_level) / (target.main_memory_bytes_per_s * share),

@@ -34,12 +34,12 @@ from __future__ import annotations
 import math
 
 from hardware_models.families.wafer.cost import exchange_seconds, hop_seconds
+from hardware_models.families.wafer.plan import Region, WaferState
 from hardware_models.plan import (
     Group,
     Partition,
     Placement,
     Plan,
-    Region,
     ceil_div,
     group_inputs,
     group_outputs,
@@ -208,10 +208,9 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
             module,
             plan.with_(
                 groups=groups,
-                regions=regions,
                 placements=placements,
                 partition=Partition(used, 1, needed, whole, hidden, layers, mode),
-            ),
+            ).with_state(WaferState, regions=regions),
             target,
             rows,
         )
@@ -221,6 +220,6 @@ def place_layers(module: Module, plan: Plan, target: Target) -> Plan:
             f"region's weights once, so fewer chunks reuse them and more overlap the regions)",
         )
     partition = Partition(used, 1, needed, whole, hidden, layers, mode, chunks)
-    return plan.with_(
-        groups=groups, regions=regions, placements=placements, partition=partition, notes=plan.notes + notes
+    return plan.with_(groups=groups, placements=placements, partition=partition, notes=plan.notes + notes).with_state(
+        WaferState, regions=regions
     )

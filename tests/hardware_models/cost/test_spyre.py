@@ -7,6 +7,7 @@ import pytest
 from hardware_models.calibration import bmm_module, gemm_module
 from hardware_models.estimate import estimate
 from hardware_models.families.spyre.cost import lpddr5_seconds, matmul_rate
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.target import get_target
 from tests.hardware_models.programs import program, t
 
@@ -63,7 +64,7 @@ def test_a_kernels_weight_load_hides_behind_the_compute_of_the_kernel_before():
     plan = compile_plan(module, SPYRE)
     second = plan.groups[1]
     assert dict(plan.placements[second.id].split)["prefetchable"] == 4096 * 64 * 2  # w2, not h
-    assert any(e.producer == 0 and e.consumer == 1 for e in plan.dataflow)
+    assert any(e.producer == 0 and e.consumer == 1 for e in SpyreState.of(plan).dataflow)
     cost = estimate(module, SPYRE, plan=plan).groups[1].cost
     from hardware_models.families.spyre.cost import kernel_times
 

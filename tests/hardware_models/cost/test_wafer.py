@@ -6,8 +6,8 @@ import pytest
 
 from hardware_models.calibration import gemm_module
 from hardware_models.estimate import estimate
+from hardware_models.families.wafer.plan import Region, WaferState
 from hardware_models.pipelines import compile_plan
-from hardware_models.plan import Region
 from hardware_models.target import get_target
 
 WSE3 = get_target("wse-3")
@@ -18,7 +18,7 @@ def test_worked_number_one_gflop_on_one_percent_of_a_wse3():
     module = gemm_module(500, 1000, 1000, "bf16")  # 2 * 500 * 1000 * 1000 = 1 GFLOP
     plan = compile_plan(module, WSE3)
     (group,) = plan.groups
-    plan = plan.with_(regions={group.id: Region(9000)})
+    plan = plan.with_state(WaferState, regions={group.id: Region(9000)})
     cost = estimate(module, WSE3, plan=plan).groups[0].cost
     assert cost.compute_s == pytest.approx(1e9 / (9000 * 0.5 * 125e15 / 900_000)) == pytest.approx(1.6e-6)
     assert cost.time_s == pytest.approx(max(cost.compute_s, cost.memory_bound_s) + 0.5e-6)
@@ -72,8 +72,8 @@ def test_rows_stream_through_the_regions_as_a_pipeline_in_chunks_chosen_by_cost(
     kernels = [g for g in est.groups if g.kind != "transfer"]
     (pipeline,) = [g for g in est.groups if g.kind == "transfer"]
     for g in kernels:  # a chunk's busy time: the pass's compute over the chunks, or its weights read once a chunk
-        weights = plan.regions[g.group].weight_bytes
-        share = plan.regions[g.group].pes / wse["chip.pes"]
+        weights = WaferState.of(plan).regions[g.group].weight_bytes
+        share = WaferState.of(plan).regions[g.group].pes / wse["chip.pes"]
         sram_s = (weights + (g.cost.bytes_at("sram") - weights) / chunks) / (wse.main_memory_bytes_per_s * share)
         assert g.cost.time_s - lat == pytest.approx(max(dict(g.cost.memory_s)["sram"], g.cost.compute_s), rel=1e-9)
         assert dict(g.cost.memory_s)["sram"] == pytest.approx(sram_s, rel=1e-9)
@@ -133,7 +133,7 @@ def test_one_chunks_share_of_a_kernels_pass_by_hand():
     tgt = get_target("wse-3")
     plan = compile_plan(gemm_module(64, 64, 64, "f16"), tgt)
     (g,) = [g for g in plan.groups if g.kind != "transfer"]
-    plan = plan.with_(regions={g.id: Region(1000, 300)})
+    plan = plan.with_state(WaferState, regions={g.id: Region(1000, 300)})
     full = Cost(
         8,
         8,
@@ -148,7 +148,7 @@ def test_one_chunks_share_of_a_kernels_pass_by_hand():
     assert row.compute_s == 1.0 and row.time_s == pytest.approx(max(1.0, 2.0 * 475 / 1000, 0.25))
     assert (row.flops, row.padded_flops, row.schedule_s, row.bytes) == (0, 0, 0.0, ())
     assert _first_chunk_s(row) == 30.0  # the weights stream in before the first chunk can finish
-    bare = _one_row(plan.with_(regions={}), g, tgt, full, 4)
+    bare = _one_row(plan.with_state(WaferState, regions={}), g, tgt, full, 4)
     assert dict(bare.memory_s)["sram"] == pytest.approx(0.5)
     empty = _one_row(plan, g, tgt, replace(full, memory_s=(), bytes=()), 4)
     assert empty.time_s == 1.0

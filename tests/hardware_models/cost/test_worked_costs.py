@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from hardware_models.estimate import estimate
+from hardware_models.families.spyre.plan import SpyreState
+from hardware_models.families.wafer.plan import WaferState
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from tests.hardware_models.passes.test_spyre_passes import _diamond
@@ -81,7 +83,7 @@ def test_spyre_kernels_by_hand():
         return (r + w) / one_way + min(r, w) * (2 / balanced - 2 / one_way)
 
     def busy(g):
-        d, tl = plan.divisions[g.id], plan.tilings[g.id]
+        d, tl = SpyreState.of(plan).divisions[g.id], plan.tilings[g.id]
         return tl.padded_flops / 2 / d.units * d.per_core / rate
 
     g0, g1, g2 = plan.groups
@@ -90,7 +92,7 @@ def test_spyre_kernels_by_hand():
     hidden = min(V / one_way, max(0.0, busy(g0) - lpddr5(2 * V, 0)), lpddr5(V, 0))
     assert dict(costs[1].memory_s)["lpddr5"] == pytest.approx(lpddr5(V, 0) - hidden, rel=1e-12, abs=1e-18)
     assert costs[1].time_s == pytest.approx(max(busy(g1), lpddr5(V, 0) - hidden) + launch, rel=1e-12)
-    d2 = plan.divisions[g2.id]
+    d2 = SpyreState.of(plan).divisions[g2.id]
     assert costs[2].compute_s == pytest.approx(256 * 256 / (32 * vector), rel=1e-12)
     assert costs[2].time_s == pytest.approx(
         max(256 * 256 / d2.units * d2.per_core / vector, lpddr5(0, V)) + launch, rel=1e-12
@@ -124,7 +126,7 @@ def test_wafer_kernel_by_hand():
     module = _exp_mul()
     plan = compile_plan(module, tgt)
     (g,) = estimate(module, tgt, plan=plan).groups
-    share = plan.regions[g.group].pes / 900_000
+    share = WaferState.of(plan).regions[g.group].pes / 900_000
     p = plan.placements[g.group]
     c = g.cost
     assert c.compute_s == pytest.approx(1024 / (share * 0.5 * 125e15), rel=1e-12)
@@ -216,7 +218,7 @@ def test_spyre_compute_bound_kernels_take_their_busy_time():
     ):
         plan = compile_plan(module, tgt)
         (g,) = estimate(module, tgt, plan=plan).groups
-        d = plan.divisions[g.group]
+        d = SpyreState.of(plan).divisions[g.group]
         if kind == "contraction":
             busy = plan.tilings[g.group].padded_flops / 2 / d.units * d.per_core / rate
         else:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from hardware_models.families.lpu.plan import LpuState
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from tests.hardware_models.cost.test_cost_records import _fallback
@@ -32,7 +33,7 @@ def test_slots_of_five_ops_by_hand():
     Peak 3 x 655,360 + 640 B = 1.97 MB; the arguments are 1024 x 640 + 320 x 320 f16 = 1.52 MB."""
     plan = compile_plan(_program(), _target())
     V = 1024 * 320 * 2
-    got = [(s.offset, s.size, s.written, s.freed) for s in plan.sram.values()]
+    got = [(s.offset, s.size, s.written, s.freed) for s in LpuState.of(plan).sram.values()]
     assert got == [(0, V, 0, 89), (V, V, 25, 1117), (2 * V, V, 63, 657), (0, V, 113, 1117), (3 * V, 640, 593, 1117)]
     assert (
         plan.notes[-1]
@@ -45,13 +46,13 @@ def test_no_slot_is_read_before_it_is_written_nor_overwritten_while_live(program
     plan = compile_plan(PROGRAMS[program](), get_target("groq-lpu"))
     graph = plan.value_graph()
     owner = {i: g.id for g in plan.groups for i in g.members}
-    assert plan.sram
+    assert LpuState.of(plan).sram
     ends = {}
     for g in plan.groups:
         if g.id in plan.schedule:
             timeline = plan.timeline(g.instance)
             ends[timeline] = max(ends.get(timeline, 0), plan.schedule[g.id].finish)
-    for value, s in plan.sram.items():
+    for value, s in LpuState.of(plan).sram.items():
         producer = plan.groups[owner[graph.producer[value]]]
         assert s.timeline == plan.timeline(producer.instance) and s.written == plan.schedule[producer.id].start
         assert s.size == graph.nbytes(value) and s.written <= s.freed
@@ -65,7 +66,7 @@ def test_no_slot_is_read_before_it_is_written_nor_overwritten_while_live(program
             assert reader.finish <= s.freed, (value, user)  # live until its last reader is done
             last = max(last, reader.finish)
         assert s.freed == last, value  # and not a cycle longer
-    slots = list(plan.sram.items())
+    slots = list(LpuState.of(plan).sram.items())
     for i, (a, x) in enumerate(slots):
         for b, y in slots[i + 1 :]:
             if x.timeline != y.timeline or x.size == 0 or y.size == 0:
@@ -85,4 +86,4 @@ def test_first_fit_takes_the_lowest_gap_that_holds_the_value():
 
 def test_only_a_statically_scheduled_target_places_values_in_sram():
     for name in ("h100", "tpu-v5e", "spyre", "wse-3"):
-        assert compile_plan(softmax(63, 129), get_target(name)).sram == {}
+        assert LpuState.of(compile_plan(softmax(63, 129), get_target(name))).sram == {}

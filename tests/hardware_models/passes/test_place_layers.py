@@ -7,6 +7,7 @@ import pytest
 
 from hardware_models.calibration import gemm_module
 from hardware_models.estimate import estimate
+from hardware_models.families.wafer.plan import WaferState
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from reference.errors import InvalidShape
@@ -18,15 +19,15 @@ WSE3 = get_target("wse-3")
 def test_a_small_program_is_resident_and_its_regions_fill_the_wafer():
     plan = compile_plan(linear_gelu(512, 1024, 2048, "bf16"), WSE3)
     assert plan.partition.mode == "resident on one wafer" and plan.partition.chips == 1
-    used = sum(r.pes for r in plan.regions.values())
-    assert 0.99 * 900_000 <= used <= 900_000 + len(plan.regions)
+    used = sum(r.pes for r in WaferState.of(plan).regions.values())
+    assert 0.99 * 900_000 <= used <= 900_000 + len(WaferState.of(plan).regions)
 
 
 def test_regions_are_sized_by_flops_beyond_the_pes_that_hold_weights():
     plan = compile_plan(linear_gelu(512, 1024, 2048, "bf16"), WSE3)
     (group,) = plan.groups  # the matmul with its epilogue, one region
     sram_per_pe = 44e9 * 0.8 / 900_000
-    assert plan.regions[group.id].pes >= (2048 * 1024 * 2 + 1024 * 2) / sram_per_pe
+    assert WaferState.of(plan).regions[group.id].pes >= (2048 * 1024 * 2 + 1024 * 2) / sram_per_pe
 
 
 def test_one_kernel_larger_than_a_wafer_is_split_across_wafers_with_one_exchange():
@@ -167,8 +168,8 @@ def test_regions_by_the_formula_weights_first_then_the_rest_by_each_kernels_slow
     left = 900_000 - sum(holding.values())
     total = sum(demand.values())
     expected = {g: max(1, int(holding[g] + (left * demand[g] / total) // 1)) for g in demand}
-    assert {g: r.pes for g, r in plan.regions.items()} == expected
-    assert {g: r.weight_bytes for g, r in plan.regions.items()} == weights
+    assert {g: r.pes for g, r in WaferState.of(plan).regions.items()} == expected
+    assert {g: r.weight_bytes for g, r in WaferState.of(plan).regions.items()} == weights
     # the GEMM is sized by its FLOPs, the row sum by its bytes
     assert demand[0] == pytest.approx(2 * 1024 * 2048 * 2048 / (0.5 * 125e15))
     assert demand[1] == pytest.approx((1024 * 2048 + 1024) * 2 / 21e15)
@@ -186,7 +187,7 @@ def test_a_regional_blocks_regions_count_once_per_layer():
     plan = compile_plan(_regional(3), WSE3)
     kernels = [g for g in plan.groups if g.kind != "transfer"]
     assert all(g.repeats == 3 for g in kernels)
-    used = sum(plan.regions[g.id].pes * g.repeats for g in kernels)
+    used = sum(WaferState.of(plan).regions[g.id].pes * g.repeats for g in kernels)
     assert 900_000 - len(kernels) * 3 <= used <= 900_000
     weight_pes = -(-128 * 128 * 2 // (44e9 * 0.8 / 900_000))
     assert plan.notes[-2].endswith(
@@ -224,7 +225,7 @@ def test_each_way_of_holding_the_weights_costed_by_hand_and_the_cheapest_chosen(
     assert [(g.kind, g.instance, g.repeats, g.label) for g in plan.groups if g.kind == "transfer"] == [
         ("transfer", "main", 1, "row pipeline")
     ]
-    assert {r.weight_bytes for r in plan.regions.values()} == {0}  # streamed: no region holds weights
+    assert {r.weight_bytes for r in WaferState.of(plan).regions.values()} == {0}  # streamed: no region holds weights
 
 
 @pytest.mark.parametrize(
@@ -248,7 +249,7 @@ def test_forced_wafer_counts_pipeline_up_to_the_layers_then_split_each_layer(chi
     transfers = [(g.id, g.members, g.instance, g.label, g.repeats) for g in plan.groups if g.kind == "transfer"]
     n = len(kernels)
     assert transfers == [(n, (), "main", *transfer), (n + 1, (), "main", "row pipeline", 1)]
-    used = sum(plan.regions[g.id].pes * g.repeats for g in kernels)
+    used = sum(WaferState.of(plan).regions[g.id].pes * g.repeats for g in kernels)
     assert chips * 900_000 - 3 * n <= used <= chips * 900_000
     if transfer[0] == "layer exchange":
         assert "no pipeline: more wafers than layers (3)" in plan.notes[-3]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hardware_models.estimate import estimate
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
 from tests.hardware_models.programs import program, t
@@ -32,7 +33,9 @@ def _q_kt(seq: int, head: int):
 def test_k_read_transposed_by_a_matmul_is_restickified_but_a_weight_is_not():
     plan = compile_plan(_q_kt(128, 64), SPYRE)
     negate = next(p for p in plan.ops if p.op.short_name == "negate")
-    assert [r.value for r in plan.restickify if r.kind == "operand"] == list(negate.results)  # k, made by a kernel
+    assert [r.value for r in SpyreState.of(plan).restickify if r.kind == "operand"] == list(
+        negate.results
+    )  # k, made by a kernel
     q, w, y = t((128, 64), "f16"), t((64, 256), "f16"), t((128, 256), "f16")
     weights = program(
         {"q": q, "w": w},
@@ -40,7 +43,7 @@ def test_k_read_transposed_by_a_matmul_is_restickified_but_a_weight_is_not():
         "%0",
         y,
     )
-    assert compile_plan(weights, SPYRE).restickify == ()
+    assert SpyreState.of(compile_plan(weights, SPYRE)).restickify == ()
 
 
 def test_restickify_bytes_of_a_matmul_operand_are_counted_through_lpddr5_both_ways():
@@ -56,7 +59,7 @@ def test_a_transpose_kernel_is_recorded_as_a_restickify_and_charged_at_its_rate(
     module = program({"a": a}, [f"%0 = stablehlo.transpose %a, dims = [1, 0] : ({a}) -> {at}"], "%0", at)
     plan = compile_plan(module, SPYRE)
     (group,) = plan.groups
-    assert [(r.group, r.kind) for r in plan.restickify] == [(group.id, "kernel")]
+    assert [(r.group, r.kind) for r in SpyreState.of(plan).restickify] == [(group.id, "kernel")]
     (cost,) = (g.cost for g in estimate(module, SPYRE).groups)
     assert dict(cost.memory_s)["lpddr5"] == pytest.approx(2 * 16_384 / 116e9)
 
@@ -64,13 +67,13 @@ def test_a_transpose_kernel_is_recorded_as_a_restickify_and_charged_at_its_rate(
 def test_work_divides_into_whole_units_over_at_most_32_cores():
     v = t((33, 64), "f16")  # 33 output sticks: two rounds on 32 cores
     plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE)
-    (division,) = plan.divisions.values()
+    (division,) = SpyreState.of(plan).divisions.values()
     assert (division.units, division.cores, division.per_core) == (33, 32, 2)
     small = compile_plan(
         program({"a": t((5, 64), "f16")}, [f"%0 = stablehlo.negate %a : {t((5, 64), 'f16')}"], "%0", t((5, 64), "f16")),
         SPYRE,
     )
-    assert next(iter(small.divisions.values())).cores == 5
+    assert next(iter(SpyreState.of(small).divisions.values())).cores == 5
 
 
 def test_an_intermediate_that_fits_stays_in_the_scratchpad_and_one_that_does_not_spills():
@@ -135,7 +138,7 @@ def test_a_value_that_does_not_fit_beside_what_lx_keeps_spills_and_is_read_back(
     does not, so g1 writes %1 (spilled) and g2 reads it back; %0 stays resident throughout."""
     V = 3072 * 3072 * 2
     plan = compile_plan(_diamond(3072), SPYRE)
-    assert all(plan.divisions[g.id].cores == 32 for g in plan.groups)
+    assert all(SpyreState.of(plan).divisions[g.id].cores == 32 for g in plan.groups)
     assert V / 32 <= SPYRE["levels.lx.usable_bytes"] * 0.5 < 2 * V / 32
     g0, g1, g2 = (plan.placements[g.id] for g in plan.groups)
     assert dict(g0.split) == {"read": 2 * V, "write": 0, "spilled": 0, "restickify": 0, "prefetchable": 0}
@@ -167,7 +170,7 @@ def test_the_dataflow_edges_between_kernels_and_where_each_input_waits(n, spille
     plan = compile_plan(_diamond(n), SPYRE)
     sticks = n * n // 64
     x, w, h0, h1 = "main%arg0", "main%arg1", "main%2", "main%3"
-    assert [(e.producer, e.consumer, e.value, e.sticks, e.where) for e in plan.dataflow] == [
+    assert [(e.producer, e.consumer, e.value, e.sticks, e.where) for e in SpyreState.of(plan).dataflow] == [
         (-1, 0, x, sticks, "lpddr5"),
         (-1, 0, w, sticks, "lpddr5"),
         (0, 1, h0, sticks, "lx"),
@@ -175,8 +178,8 @@ def test_the_dataflow_edges_between_kernels_and_where_each_input_waits(n, spille
         (1, 2, h1, sticks, spilled_where),
         (0, 2, h0, sticks, "lx"),
     ]
-    assert [plan.divisions[g.id].cores for g in plan.groups] == [32, 32, 32]
-    assert plan.divisions[plan.groups[2].id].units == sticks
+    assert [SpyreState.of(plan).divisions[g.id].cores for g in plan.groups] == [32, 32, 32]
+    assert SpyreState.of(plan).divisions[plan.groups[2].id].units == sticks
 
 
 def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
@@ -207,7 +210,7 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
     assert dims == [1, 2, 1]
     dot = next(p.op for p in plan.ops if p.op.short_name == "dot_general")
     assert required_stick_dims(dot) == (1, 2)
-    assert [r for r in plan.restickify if r.kind == "operand"] == []
+    assert [r for r in SpyreState.of(plan).restickify if r.kind == "operand"] == []
     # the identity permutation leaves the stick on dimension 2 of [8, 4, 16]: the matmul contracts 1
     wrong = compile_plan(
         program(
@@ -222,7 +225,7 @@ def test_stick_dimensions_follow_a_reshape_and_a_transpose_read_by_a_matmul():
         ),
         SPYRE,
     )
-    assert [(r.value, r.kind) for r in wrong.restickify] == [
+    assert [(r.value, r.kind) for r in SpyreState.of(wrong).restickify] == [
         ("main%2", "operand")
     ]  # the root of the reshape: exp's result
 
@@ -261,9 +264,9 @@ def test_a_block_over_two_cards_reads_its_share_of_the_weight_and_its_transfers_
     assert (transfer.kind, transfer.label, transfer.repeats) == ("transfer", "all-reduce", 6)
     assert dict(plan.placements[dot.id].split)["read"] == 16_384 + 32_768 // 2
     assert dict(plan.placements[dot.id].bytes) == {"lpddr5": 16_384 + 16_384, "lx": 16_384 + 16_384 + 8_192}
-    assert (plan.divisions[dot.id].units, plan.divisions[dot.id].cores) == (8, 8)
-    assert transfer.id not in plan.divisions and transfer.id not in plan.placements
-    assert all(transfer.id not in (e.producer, e.consumer) for e in plan.dataflow)
+    assert (SpyreState.of(plan).divisions[dot.id].units, SpyreState.of(plan).divisions[dot.id].cores) == (8, 8)
+    assert transfer.id not in SpyreState.of(plan).divisions and transfer.id not in plan.placements
+    assert all(transfer.id not in (e.producer, e.consumer) for e in SpyreState.of(plan).dataflow)
     one = compile_plan(_regional(3), SPYRE)
     assert dict(one.placements[one.groups[0].id].split)["read"] == 16_384 + 32_768
     est = estimate(_regional(3), SPYRE, plan=plan)

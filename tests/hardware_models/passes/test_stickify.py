@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hardware_models.families.spyre.plan import SpyreState
 from hardware_models.families.spyre.stickify import stick_layout
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import get_target
@@ -35,7 +36,7 @@ def test_emulated_types_are_laid_out_at_the_width_they_run_as():
     v = t((65,), "f32")
     plan = compile_plan(program({"a": v}, [f"%0 = stablehlo.negate %a : {v}"], "%0", v), SPYRE, stop_after="stickify")
     assert plan.runs_as("f32") == "f16"
-    assert {layout.elements_per_stick for layout in plan.layouts.values()} == {64}
+    assert {layout.elements_per_stick for layout in SpyreState.of(plan).layouts.values()} == {64}
 
 
 def test_padding_waste_is_reported():
@@ -54,7 +55,10 @@ def test_every_tensor_between_kernels_gets_a_layout():
         v,
     )
     plan = compile_plan(module, SPYRE, stop_after="stickify")
-    assert all(layout.sticks == 2 for layout in plan.layouts.values()) and len(plan.layouts) == 2
+    assert (
+        all(layout.sticks == 2 for layout in SpyreState.of(plan).layouts.values())
+        and len(SpyreState.of(plan).layouts) == 2
+    )
 
 
 def test_stick_layouts_by_hand_for_each_element_size_and_stick_dimension():
