@@ -259,7 +259,17 @@ MAX_COUNT = 1e12
 # hardware addresses it by bits (Spyre's 128-byte stick; a 64-byte line). One in bytes holds at
 # least one element of the widest type, 8 bytes (Spyre's 65-element clone bug class: a stick of 3
 # bytes holds no element, and the element count per stick divides by zero).
-GRANULES = ("stick_bytes", "line_bytes", "mma_m", "mma_k_bytes", "mxu_rows", "mxu_cols", "vpu_sublanes")
+GRANULES = (
+    "stick_bytes",
+    "line_bytes",
+    "mma_m",
+    "mma_k_bytes",
+    "mfma_m",
+    "mfma_k_bytes",
+    "mxu_rows",
+    "mxu_cols",
+    "vpu_sublanes",
+)
 MIN_GRANULE_BYTES = 8
 # An override of a count stays within this factor of the target's own value (900,000 PEs take
 # 879 to 921 million; 32 cores 1 to 32,768): a what-if of the same kind of chip, not one PE

@@ -88,3 +88,13 @@ def test_a_70b_model_in_bf16_fits_one_mi300x_where_an_h100_needs_two():
 
 def test_the_all_reduce_bus_bandwidth_is_the_xgmi_links_one_way_sum():
     assert MI300X["interconnect.allreduce_bus_bytes_per_s"] == 7 * 64e9
+
+
+@pytest.mark.parametrize("key,value", [("chip.mfma_m", 3), ("chip.mfma_k_bytes", 24)])
+def test_an_mfma_shape_that_is_no_power_of_two_is_refused_as_the_mma_shape_is(key, value):
+    """Rule of the hardware: matrix instructions come in power-of-two shapes (a --set of 3 rows
+    was accepted before: AMD's key names did not end as NVIDIA's do)."""
+    from reference.errors import BadTargetFile
+
+    with pytest.raises(BadTargetFile, match="power of two"):
+        MI300X.with_overrides({key: value})
