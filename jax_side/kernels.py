@@ -13,7 +13,17 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from jax_side.layers import Block, Decoder, GeluMLP, MoE, SwiGLU, apply_rope, dot_product_attention, rope_frequencies
+from jax_side.layers import (
+    NORM_OPTIONS,
+    Block,
+    Decoder,
+    GeluMLP,
+    MoE,
+    SwiGLU,
+    apply_rope,
+    dot_product_attention,
+    rope_frequencies,
+)
 from jax_side.params import load_weights
 from reference.catalogue import MODELS, get_entry
 from reference.catalogue.attention import ROPE_THETA
@@ -51,7 +61,7 @@ def _conv(s, dt):
 
 
 def _norm(cls, eps):
-    return lambda s, dt: cls(s["d"], epsilon=eps, dtype=dt, param_dtype=dt, rngs=_rngs())
+    return lambda s, dt: cls(s["d"], epsilon=eps, dtype=dt, param_dtype=dt, rngs=_rngs(), **NORM_OPTIONS.get(cls, {}))
 
 
 def _attention(s, dt):
