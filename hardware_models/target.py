@@ -28,7 +28,7 @@ import math
 import operator
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -101,6 +101,12 @@ class Target:
     native_dtypes: tuple[str, ...] = ()
     emulated_dtypes: tuple[tuple[str, str], ...] = ()  # (dtype, the native dtype it runs as)
     levels: tuple[Level, ...] = ()  # outermost first
+    loaded: Target | None = field(default=None, compare=False, repr=False)  # before any --set
+
+    @property
+    def as_loaded(self) -> Target:
+        """The target as its file states it: what its fitted values were fitted on."""
+        return self.loaded or self
 
     def __getitem__(self, key: str) -> float:
         try:
@@ -140,7 +146,8 @@ class Target:
             if problem:
                 raise BadTargetFile("--set", key, problem)
             quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
-        return replace(self, quantities=quantities)
+        quantities = _rederive(replace(self, quantities=quantities), set(overrides))
+        return replace(self, quantities=quantities, loaded=self.as_loaded)
 
     @cached_property
     def view(self):
@@ -393,7 +400,10 @@ def load_target_file(path: Path) -> Target:
     for level in levels:
         if level.per and level.per not in quantities:
             raise BadTargetFile(path, f"levels.{level.name}.per", f"names no quantity of this file: {level.per!r}")
-    return Target(raw["name"], family.name, raw["description"], quantities, str(path), native, emulated, levels)
+    target = Target(raw["name"], family.name, raw["description"], quantities, str(path), native, emulated, levels)
+    if family.view is not None:
+        target.view  # noqa: B018 (built now, so a file its family's view refuses is refused as it loads)
+    return target
 
 
 def _levels(path: Path, table: object, family, quantities: dict) -> tuple[Level, ...]:
@@ -525,6 +535,56 @@ def evaluate(expression: str, target: Target) -> float:
         raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
 
     return walk(ast.parse(expression, mode="eval"))
+
+
+def derivation_inputs(expression: str) -> set[str]:
+    """The section.key names a derivation reads ("chip.sm_count * chip.clock_hz * 4096")."""
+    names = {
+        _dotted_name(node) for node in ast.walk(ast.parse(expression, mode="eval")) if isinstance(node, ast.Attribute)
+    }
+    names.discard(None)
+    return {n for n in names if not any(m.startswith(n + ".") for m in names)}  # not "levels.lx" of "levels.lx.bytes"
+
+
+def _dotted_name(node) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = _dotted_name(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    return None
+
+
+def _rederive(target: Target, changed: set[str]) -> dict[str, Quantity]:
+    """The target's quantities with every D quantity that reads a changed key, however
+    indirectly, recomputed from its derivation: `--set chip.sm_count=66` halves an H100's
+    peaks (chip.sm_count * chip.clock_hz * 4096), `--set chip.clock_hz=1.2e9` its L2 bandwidth
+    too. A derived key set on the command line is the user's, and kept.
+
+    Raises:
+        BadTargetFile: a recomputed value outside its key's domain, naming what it follows from.
+    """
+    quantities = dict(target.quantities)
+    derived = {key: q for key, q in quantities.items() if q.derivation and key not in changed}
+    inputs = {key: derivation_inputs(q.derivation) for key, q in derived.items()}
+    stale, todo = set(changed), dict(inputs)
+    while todo:  # derivations are acyclic (a file's own values check them); recompute in order
+        ready = [key for key, needs in todo.items() if not needs & set(todo)]
+        if not ready:
+            break
+        for key in ready:
+            needs = todo.pop(key)
+            if not needs & stale:
+                continue
+            current = replace(target, quantities=quantities)
+            value = evaluate(derived[key].derivation, current)
+            problem = domain_problem(key, value)
+            if problem:
+                raise BadTargetFile("--set", key, f"follows from {', '.join(sorted(needs & stale))}: {problem}")
+            q = derived[key]
+            quantities[key] = Quantity(float(value), q.source, f"recomputed after --set; was {q.value:g}", q.derivation)
+            stale.add(key)
+    return quantities
 
 
 def check_derivations(target: Target, rel_tol: float = 5e-3) -> dict[str, tuple[float, float]]:

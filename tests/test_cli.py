@@ -254,8 +254,8 @@ def test_gemm_imports_neither_torch_nor_jax():
 def test_targets_json_lists_sourced_quantities(capsys):
     assert cli.main(["targets", "--json"]) == 0
     rows = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
-    assert rows["h100"]["quantities"]["peak.bf16_flop_per_s"]["source"].startswith("P")
-    assert rows["h100"]["quantities"]["chip.clock_hz"]["derivation"]
+    assert rows["h100"]["quantities"]["chip.sm_count"]["source"].startswith("P")
+    assert rows["h100"]["quantities"]["peak.bf16_flop_per_s"]["derivation"] == "chip.sm_count * chip.clock_hz * 4096"
 
 
 GEMM_FILE = (

@@ -98,3 +98,54 @@ def test_an_mfma_shape_that_is_no_power_of_two_is_refused_as_the_mma_shape_is(ke
 
     with pytest.raises(BadTargetFile, match="power of two"):
         MI300X.with_overrides({key: value})
+
+
+SIMT_UNITS = [("mi300x", "chip.cu_count"), ("h100", "chip.sm_count"), ("a100", "chip.sm_count")]
+
+
+@pytest.mark.parametrize(("name", "units"), SIMT_UNITS)
+def test_fewer_compute_units_never_make_a_gemm_faster(name, units):
+    """A rule of the hardware: at one clock, half the SMs (CUs) are half the matrix peak (the peaks
+    are derived as units x clock x FLOP a clock), so no GEMM that fills the chip runs faster on
+    them. (A single tile may: the model feeds each unit its share of the L2's bandwidth, and
+    fewer units share it.)"""
+    target = get_target(name)
+    half = target.with_overrides({units: target[units] // 2})
+    assert half["peak.bf16_flop_per_s"] == pytest.approx(target["peak.bf16_flop_per_s"] / 2, rel=0.02)
+    for m, n, k in ((4096, 4864, 32896), (1, 8192, 8192), (8192, 8192, 8192), (4097, 4095, 1025)):
+        module = gemm_module(m, n, k, "bf16")
+        assert estimate(module, half).total.time_s >= estimate(module, target).total.time_s * 0.999, (m, n, k)
+
+
+@pytest.mark.parametrize("name", ["mi300x", "h100"])
+def test_more_tile_feed_bandwidth_never_slows_a_gemm_and_less_never_speeds_it(name):
+    """The L2 (each XCD's on AMD) feeds the tiles: the tile time's normalisation is the chip the
+    efficiency was fitted on, so a --set of the L2's bandwidth moves a GEMM the hardware's way,
+    for the 256 x 256 tiles too."""
+    target = get_target(name)
+    l2 = "levels.l2.bytes_per_s"
+    slow, fast = (target.with_overrides({l2: target[l2] * f}) for f in (0.5, 2.0))
+    for m, n, k in ((4096, 4864, 32896), (512, 512, 8192), (63, 65, 129)):
+        module = gemm_module(m, n, k, "bf16")
+        times = [estimate(module, t).total.time_s for t in (slow, target, fast)]
+        assert times[0] >= times[1] >= times[2], (m, n, k, times)
+
+
+def test_a_set_recomputes_what_is_derived_from_it_and_keeps_what_the_user_set():
+    """--set chip.clock_hz scales the peaks and the L2 (both derived from the clock); a derived key
+    the user sets is theirs; a value pushed out of its domain by a --set is refused, naming both."""
+    from reference.errors import BadTargetFile
+
+    h100 = get_target("h100")
+    slow = h100.with_overrides({"chip.clock_hz": 1.2e9})
+    assert slow["peak.fp8_flop_per_s"] == pytest.approx(132 * 1.2e9 * 8192)
+    assert slow["levels.l2.bytes_per_s"] == pytest.approx(1.2e9 * 5120)
+    assert "recomputed after --set" in slow.quantities["levels.l2.bytes_per_s"].note
+    mine = h100.with_overrides({"chip.clock_hz": 1.2e9, "peak.bf16_flop_per_s": 500e12})
+    assert mine["peak.bf16_flop_per_s"] == 500e12 and mine.as_loaded is h100
+    spyre = get_target("spyre")
+    assert spyre.with_overrides({"levels.lx.bytes": 4_000_000})["levels.lx.usable_bytes"] == pytest.approx(
+        (4_000_000 - 65536) * 0.8
+    )
+    with pytest.raises(BadTargetFile, match="levels.lx.usable_bytes.*follows from levels.lx.bytes"):
+        spyre.with_overrides({"levels.lx.bytes": 1000})

@@ -17,7 +17,9 @@ this cost, families/gpu/__init__.py):
                 a tile's k-loop of depth ks (the k slice): its MMAs plus its operand loads (e bytes
                 an element) at its SM's share of L2, relative to the 128 x 256 tile that
                 gemm_efficiency was fitted with, so that tile costs 2 tm tn ks / (peak/SMs) / eff
-                as before and smaller or skinnier tiles cost more per FLOP
+                as before and smaller or skinnier tiles cost more per FLOP. The reference is taken
+                on the chip of the fit (the file's peak and L2, before a --set), so more L2
+                bandwidth or fewer SMs change a tile's time the way they change the hardware
     reduce_s  = split-K's f32 partials (2 s b m n 4 bytes, written then read) / the rate of the
                 level they move through (L2 when they fit its resident share, else HBM)
     busy_s    = waves * tile_s + reduce_s                         (wave quantization, padding)
@@ -74,11 +76,11 @@ def l2_rate(target: Target) -> float:
 
 def tile_seconds(target: Target, dtype: str, tm: int, tn: int, depth: int) -> float:
     """One thread block's k-loop over `depth` of k on one SM (tile_s in the module doc)."""
-    v = target.view
+    v, fitted_on = target.view, target.as_loaded.view  # gemm_efficiency's chip: the file's, before --set
     peak, l2 = v.contraction_peak(dtype), v.tile_feed_bytes_per_s
     e = element_bytes(dtype)
-    rm, rn = REFERENCE_TILE
-    reference = 1 + peak / l2 * (rm + rn) * e / (2 * rm * rn)  # the 128 x 256 tile's (MMA + loads) / MMA
+    rm, rn = REFERENCE_TILE  # the 128 x 256 tile's (MMA + loads) / MMA on the chip of the fit
+    reference = 1 + fitted_on.contraction_peak(dtype) / fitted_on.tile_feed_bytes_per_s * (rm + rn) * e / (2 * rm * rn)
     mma_s = 2 * tm * tn * depth / (peak / v.units)
     load_s = (tm + tn) * depth * e / (l2 / v.units)
     return (mma_s + load_s) / (v.gemm_efficiency * reference)
