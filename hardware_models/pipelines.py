@@ -16,7 +16,7 @@ from hardware_models.plan import PassRecord, Plan
 from hardware_models.target import Target
 from hardware_models.verify_plan import verify_plan
 from hardware_models.workload import expand_workload
-from reference.errors import UnknownName
+from reference.errors import MalformedInput, UnknownName
 from reference.ir import Module
 
 
@@ -45,9 +45,15 @@ def leavable_passes(targets: list[Target], compiler: str | None = None) -> list[
 
 def check_without(without: tuple[str, ...], targets: list[Target], compiler: str | None = None) -> None:
     """Raises UnknownName for a pass `--without` cannot leave out on these targets, compiled by
-    `compiler` (else each family's usual one), naming those it can."""
+    `compiler` (else each family's usual one), naming those it can; MalformedInput for a pass
+    given twice."""
     valid = leavable_passes(targets, compiler)
     structural = {n for t in targets for n in pass_names(t, compiler)} - set(valid)
+    twice = sorted({name for name in without if without.count(name) > 1})
+    if twice:
+        raise MalformedInput(
+            f"--without {twice[0]} is given twice; give each pass to leave out once; valid: {', '.join(valid)}"
+        )
     for name in without:
         if name in structural:
             raise UnknownName(

@@ -280,7 +280,7 @@ def _estimate_for(
 
     target = load_target(target_name, settings)  # checked before the (slow) lowering
     target.family_record.compiler(compiler)  # an unknown compiler: refused before lowering, naming the family's
-    without = tuple(dict.fromkeys(without))
+    without = tuple(without)
     if without:
         from hardware_models.pipelines import check_without
 

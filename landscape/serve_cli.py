@@ -209,7 +209,7 @@ MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
     help="The reference model whose KV-cache placement is predicted on each family.",
 )
 def landscape_map_command(as_json, as_markdown, model_name) -> None:
-    """The Accelerator Landscape Map: GPU, TPU, Cerebras, Groq and Spyre side by side.
+    """The Accelerator Landscape Map: one column per family (NVIDIA and AMD GPUs, TPU, Cerebras, Groq, Spyre).
 
     Prose rows come from a data file, numbers from the target files, and the KV-cache row from
     predicting MODEL (2048 tokens in, 256 out, bf16) on each family's representative target.

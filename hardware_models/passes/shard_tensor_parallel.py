@@ -87,6 +87,8 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
             f"one KV head's cache ({format_bytes(ceil_div(cache, kv_heads))}) exceeds a chip's "
             f"{format_bytes(usable)} usable; give a smaller batch or shorter sequences",
         )
+    if not plan.requested_chips and default > 1:
+        _check_splittable(module, plan, target, default, needed, usable, kv_heads)
     chips = plan.requested_chips or default
     holds = per_chip_bytes(needed, cache, kv_heads, chips)
     if chips < least or holds > whole:
@@ -127,6 +129,28 @@ def shard_tensor_parallel(module: Module, plan: Plan, target: Target) -> Plan:
     return plan.with_(
         groups=plan.groups + (reduces,), partition=partition, attention=attention, notes=plan.notes + (note,) + kv_notes
     )
+
+
+def _check_splittable(
+    module: Module, plan: Plan, target: Target, chips: int, needed: int, usable: float, kv_heads: int
+):
+    """The fewest chips that hold the arguments must be a count tensor parallelism can split the
+    program over: no more than its narrowest weight matrix's output columns (or its KV heads).
+
+    Raises:
+        InvalidShape: more chips than that (`--set levels.hbm.bytes=1` asks for 2^30 H100s).
+    """
+    widths = weight_matmul_widths(module, plan)
+    most = max(min(widths, default=1), kv_heads or 1)
+    if chips > most:
+        split = f"the narrowest weight matrix has {min(widths)} output columns" if widths else "it has no weight matmul"
+        raise InvalidShape(
+            target.name,
+            "chips",
+            chips,
+            f"the arguments need {format_bytes(needed)}, {chips} chips of {format_bytes(usable)} usable, but tensor "
+            f"parallelism splits this program over at most {most} ({split}); give a target with more memory",
+        )
 
 
 def shard_kv_heads(plan: Plan, chips: int) -> tuple[dict, tuple[str, ...]]:

@@ -6,6 +6,8 @@ all-reduce."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hardware_models.calibration import gemm_module
@@ -149,3 +151,15 @@ def test_a_set_recomputes_what_is_derived_from_it_and_keeps_what_the_user_set():
     )
     with pytest.raises(BadTargetFile, match="levels.lx.usable_bytes.*follows from levels.lx.bytes"):
         spyre.with_overrides({"levels.lx.bytes": 1000})
+
+
+def test_a_simt_file_that_runs_fp8_natively_without_an_fp8_peak_is_refused_as_it_loads(tmp_path):
+    """Its fp8 contractions would otherwise run, unsaid, on the FP32 lanes."""
+    from hardware_models.target import load_target_file
+    from reference.errors import BadTargetFile
+
+    text = Path(get_target("h100").path).read_text()
+    path = tmp_path / "no-fp8.toml"
+    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("fp8_flop_per_s")))
+    with pytest.raises(BadTargetFile, match="peak.fp8_flop_per_s.*runs f8E4M3FN natively"):
+        load_target_file(path)

@@ -38,6 +38,7 @@ def test_without_fusion_costs_more_kernels_and_says_so(capsys):
         (["--without", "place_buffers"], "place_buffers builds what costing reads"),
         (["--without", "stickify"], "'stickify'"),  # a Spyre pass: not in the GPU's pipeline
         (["--without", "nope"], "'nope'"),
+        (["--without", "fuse_elementwise", "--without", "fuse_elementwise"], "fuse_elementwise is given twice"),
     ],
 )
 def test_a_pass_that_cannot_be_left_out_is_one_line_naming_those_that_can(capsys, args, needle):

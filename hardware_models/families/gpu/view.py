@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hardware_models.target import Level, Target
+from reference.errors import BadTargetFile
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,16 @@ PEAK_KEYS = {
 
 
 def tensor_peaks(target: Target) -> dict[str, float]:
+    """Element type -> the matrix units' peak, for each type the file gives a peak of.
+
+    Raises:
+        BadTargetFile: a type the file runs natively with no peak of its own, whose contractions
+            would run, unsaid, on the FP32 lanes (an fp8 chip without peak.fp8_flop_per_s).
+    """
+    for dtype in target.native_dtypes:
+        key = PEAK_KEYS.get(dtype)
+        if key and key not in target.quantities:
+            raise BadTargetFile(target.path, key, f"missing: [dtypes] runs {dtype} natively, on the matrix units")
     return {dtype: target[key] for dtype, key in PEAK_KEYS.items() if key in target.quantities}
 
 

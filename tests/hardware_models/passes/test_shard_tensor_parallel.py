@@ -117,3 +117,11 @@ def test_the_kv_cache_fused_attention_reads_from_the_arguments_by_hand():
     assert fused_kv_cache(module, plan) == (2 * 4 * 65 * 16 * 2, 1)
     flat = linear_gelu(64, 128, 128, "bf16")
     assert fused_kv_cache(flat, compile_plan(flat, get_target("h100"))) == (0, 0)
+
+
+def test_more_chips_than_tensor_parallelism_can_split_over_are_refused_not_planned():
+    """A chip of almost no memory (`--set levels.hbm.bytes=1`) would need 32,768 H100s for a
+    256 x 64 matmul whose narrowest weight has 64 columns: refused, one line, naming the limit."""
+    tiny = get_target("h100").with_overrides({"levels.hbm.bytes": 1})
+    with pytest.raises(InvalidShape, match="at most 64 .*64 output columns"):
+        compile_plan(gemm_module(256, 64, 64, "bf16"), tiny)
