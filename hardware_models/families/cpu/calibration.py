@@ -23,6 +23,7 @@ from hardware_models.families.cpu.cost import (
     SHARED_LEVEL_SHARE,
     TINY_GEMM_N,
     XLA_GEMM_CURVE,
+    host_runtime,
 )
 from hardware_models.families.cpu.host import HostCpu
 
@@ -261,7 +262,7 @@ def cold_weight_bytes() -> int:
 def _loop_call(measured: list[Measured], runtime: str) -> Measured:
     """The row timing `runtime`'s call of one tiny kernel of loops: H01 eagerly, the one-add
     program compiled."""
-    if runtime == "eager":
+    if not host_runtime(runtime).compiled:
         return next(m for m in measured if m.spec.id == "H01")
     return next(m for m in measured if m.spec.runtime == runtime and m.spec.workload == "add" and m.spec.size == 1)
 
@@ -319,17 +320,13 @@ def fit(measured: list[Measured], cores: int) -> dict[str, tuple[float, str]]:
         if s.workload == "gemm":
             base = "H05" if s.runtime == "xla" else "H01"
             suffix = dict(GEMM_CURVE).get(s.size, "") if s.dtype == "f32" else ""
-            key = (
-                f"fitted.xla_gemm_f32{suffix}_flop_per_s"
-                if s.runtime == "xla"
-                else f"fitted.gemm_{s.dtype}{suffix}_flop_per_s"
-            )
+            key = f"{host_runtime(s.runtime).library}gemm_{s.dtype}{suffix}_flop_per_s"  # XLA's: f32 rows only
             out[key] = (s.flops / max(m.median_s - t[base], 1e-12), f"{s.id} {base}")
         elif s.workload == "weights" and s.size > 1:  # against the row of one weight, read 16 times
             hot = next(
                 h for h in measured if h.spec.workload == "weights" and h.spec.runtime == s.runtime and h.spec.size == 1
             )
-            key = "fitted.xla_gemm_cold_bytes_per_s" if s.runtime == "xla" else "fitted.gemm_cold_bytes_per_s"
+            key = f"{host_runtime(s.runtime).library}gemm_cold_bytes_per_s"
             out[key] = (16 * cold_weight_bytes() / max(m.median_s - hot.median_s, 1e-12), f"{s.id} {hot.spec.id}")
         elif s.workload == "sdpa":
             rows = math.prod(SDPA_SHAPE[:-1])
@@ -438,7 +435,8 @@ def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) ->
     flops = 2 * m_ * k_ * n_
     extra = (k_ * max(m_, n_) - (m_ * n_ * k_) ** (2 / 3)) * 4
     found = {}
-    for runtime, lib in (("eager", ""), ("xla", "xla_")):
+    for runtime in ("eager", "xla"):  # MKL's rows (eager) and XLA:CPU's own library's
+        record = host_runtime(runtime)
         base = CALL_ROWS[runtime]
         hot = _row(
             measured,
@@ -446,19 +444,15 @@ def _gemm_shapes(measured: list[Measured], out: dict[str, tuple[float, str]]) ->
             lambda s, r=runtime: s.workload == "weights" and s.runtime == r and s.size == 1,
         )
         # per GEMM: XLA's 16 dots are one call (each + its dot's fixed cost), eager's 16 calls
-        per = (
-            (hot.median_s - t[base]) / 16 - fits["fitted.xla_dot_s"]
-            if runtime == "xla"
-            else hot.median_s / 16 - t[base]
-        )
+        per = (hot.median_s - t[base]) / 16 - fits[record.dot_call] if record.dot_call else hot.median_s / 16 - t[base]
         left = per - flops / gemm_rate(fits, "f32", runtime, flops)
         # inside one GEMM's share of the row's spread, the difference is noise: no cost measured
-        found[f"fitted.{lib}gemm_pack_bytes_per_s"] = (
+        found[f"{record.library}gemm_pack_bytes_per_s"] = (
             extra / left if left > max(FLOOR, hot.iqr_s / 16) else UNMEASURABLE,
             f"{hot.spec.id} {base}",
         )
         gemv = _row(measured, f"{runtime} gemv", lambda s, r=runtime: s.workload == "gemv" and s.runtime == r)
-        found[f"fitted.{lib}gemv_bytes_per_s"] = (
+        found[f"{record.library}gemv_bytes_per_s"] = (
             gemv.spec.size**2 * 4 / max(gemv.median_s - t[base], 1e-12),
             f"{gemv.spec.id} {base}",
         )

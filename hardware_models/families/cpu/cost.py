@@ -13,6 +13,7 @@ fitted rate r its time is 2.147e9 / r + the kernel's fixed cost.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from hardware_models.cost.attention import dot_flops
 from hardware_models.cost.model import Cost, roofline_cost
@@ -24,8 +25,6 @@ from reference.ir.counters import op_cost
 from reference.ir.graph import element_bytes
 
 GRAIN = 32768  # a runtime choice: at::internal::GRAIN_SIZE, the elements below which ATen runs an op on one thread
-RUNTIMES = ("eager", "inductor", "xla")  # who runs the program (hardware_models/families/cpu/runtime.py)
-COMPILED = ("inductor", "xla")
 # The transcendental functions timed through every runtime (the IR's names; families/cpu/calibration.py);
 # one without a row of its own (power, tan, atan2, ...) costs what exponential costs.
 FUNCTIONS = ("exponential", "log", "tanh", "logistic", "erf", "erfc", "sqrt", "rsqrt", "sine", "cosine")
@@ -71,6 +70,70 @@ XLA_GEMM_CURVE = GEMM_CURVE[1:]
 TINY_GEMM_FLOPS, SMALL_GEMM_FLOPS, MID_GEMM_FLOPS, LARGE_GEMM_FLOPS = (2 * n**3 for n, _ in GEMM_CURVE)
 
 
+@dataclass(frozen=True)
+class HostRuntime:
+    """What one runtime of the host CPU does its own way, as data: the cost model reads these
+    fields, never the runtime's name. Its fitted rates are keyed "fitted.<name>_..." (`RuntimeRates`).
+
+    compiled:       a compiler's program (kernels, one call) rather than ATen ops dispatched one by one
+    library:        the key prefix of its GEMM library's rows: MKL/oneDNN's "fitted." (eager,
+                    Inductor), XLA:CPU's own "fitted.xla_"
+    gemm_curve:     the library's square f32 rows (n, key suffix) its rate follows (`size_factor`)
+    dot_call:       the fixed cost of a dot that is a library call of its own (XLA's, to Eigen)
+    stream_cap:     a rate its loops stream no faster than (XLA:CPU's own stream row)
+    eigen_conv:     the cost per output pixel of the small convolutions it runs in its own loop
+                    (XLA's Eigen kernel below YNN_CONV_MIN_CHANNELS; `xla_eigen_conv`)
+    shares_sincos:  a cosine of a value the loop also takes the sine of is free (`fused_work`)
+    strided_reads:  its loops read a transposed operand element by element, at these rates
+                    ("strided", "conflict": `strided_read`)
+    """
+
+    name: str
+    compiled: bool
+    library: str = "fitted."
+    gemm_curve: tuple[tuple[int, str], ...] = GEMM_CURVE
+    dot_call: str | None = None
+    stream_cap: str | None = None
+    eigen_conv: str | None = None
+    shares_sincos: bool = False
+    strided_reads: tuple[tuple[str, str], ...] = ()
+
+
+# Who runs the program (hardware_models/families/cpu/runtime.py; XLA's compiler: families/cpu/xla.py).
+HOST_RUNTIMES = {
+    r.name: r
+    for r in (
+        HostRuntime("eager", compiled=False),
+        HostRuntime("inductor", compiled=True),
+        HostRuntime(
+            "xla",
+            compiled=True,
+            library="fitted.xla_",
+            gemm_curve=XLA_GEMM_CURVE,
+            dot_call="fitted.xla_dot_s",
+            stream_cap="fitted.xla_stream_bytes_per_s",
+            eigen_conv="fitted.xla_conv_pixel_s",
+            shares_sincos=True,
+            strided_reads=(("strided", "fitted.xla_strided_per_s"), ("conflict", "fitted.xla_conflict_per_s")),
+        ),
+    )
+}
+RUNTIMES = tuple(HOST_RUNTIMES)
+COMPILED = tuple(name for name, r in HOST_RUNTIMES.items() if r.compiled)
+
+
+def host_runtime(runtime: str) -> HostRuntime:
+    """The record of `runtime`.
+
+    Raises:
+        UnknownName: a runtime other than eager, inductor and xla.
+    """
+    try:
+        return HOST_RUNTIMES[runtime]
+    except KeyError:
+        raise UnknownName("CPU runtime", runtime, RUNTIMES) from None
+
+
 class RuntimeRates:
     """One runtime's fitted quantities on a host-CPU target (`runtime_rates`): the one place that
     spells their keys from the runtime's name (families/cpu/calibration.py writes them). Each is read
@@ -80,14 +143,13 @@ class RuntimeRates:
     runtimes' (eager's own costs are its dispatch's: eager_op_seconds)."""
 
     def __init__(self, target: Target, runtime: str):
-        if runtime not in RUNTIMES:
-            raise UnknownName("CPU runtime", runtime, RUNTIMES)
+        self.record = host_runtime(runtime)
         self.target, self.runtime = target, runtime
         self._own = f"fitted.{runtime}_"
-        self._lib, self._curve = ("fitted.xla_", XLA_GEMM_CURVE) if runtime == "xla" else ("fitted.", GEMM_CURVE)
+        self._lib, self._curve = self.record.library, self.record.gemm_curve
 
     def _compiled(self, key: str) -> float:
-        if self.runtime == "eager":
+        if not self.record.compiled:
             raise UnknownName("compiled CPU runtime", self.runtime, COMPILED)
         return self.target[self._own + key]
 
@@ -153,8 +215,9 @@ def gemm_rate(target: Target, dtype: str, runtime: str = "inductor", flops: floa
     (one batch member's), at that size (`size_factor`)."""
     key = f"fitted.gemm_{GEMM_DTYPES.get(dtype, 'f32')}_flop_per_s"
     rate = target[key] if key in target.quantities else target["fitted.gemm_f32_flop_per_s"]
-    if runtime == "xla":  # XLA:CPU's GEMM, at PyTorch's ratio between this type and f32
-        rate *= runtime_rates(target, "xla").gemm_f32_flop_per_s / target["fitted.gemm_f32_flop_per_s"]
+    rates = runtime_rates(target, runtime)
+    if rates.record.library != "fitted.":  # its own library (XLA:CPU's), at MKL's ratio between this type and f32
+        rate *= rates.gemm_f32_flop_per_s / target["fitted.gemm_f32_flop_per_s"]
     rate *= size_factor(target, runtime, flops)
     return rate / 2 if dtype == "f64" else rate  # an f64 vector holds half the lanes
 
@@ -303,7 +366,7 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
     XLA, a cosine of a value the loop also takes the sine of is free: XLA:CPU inlines both
     polynomials and LLVM shares their range reduction (RoPE's cos and sin of one angle ran in
     the time of the sines alone here); Inductor calls Sleef's two functions apart."""
-    flops, trans = 0.0, {}
+    flops, trans, shares_sincos = 0.0, {}, host_runtime(runtime).shares_sincos
     sines = {plan.ops[i].operands[:1] for i in group.members if plan.ops[i].op.short_name == "sine"}
     for i, times in evaluations(plan, group).items():
         op = plan.ops[i].op
@@ -312,7 +375,7 @@ def fused_work(module: Module, plan: Plan, group: Group, runtime: str = "inducto
             trans["reduce"] = trans.get("reduce", 0.0) + op.operand_types[0].elements * times
             continue
         flops += cost.flops * plan.flop_factor(op) * times
-        if runtime == "xla" and op.short_name == "cosine" and plan.ops[i].operands[:1] in sines:
+        if shares_sincos and op.short_name == "cosine" and plan.ops[i].operands[:1] in sines:
             continue
         if cost.transcendentals:
             trans[op.short_name] = trans.get(op.short_name, 0.0) + cost.transcendentals * times
@@ -363,11 +426,13 @@ def stream_bandwidth(target: Target, runtime: str, level: Level) -> float:
     """Bytes per second a kernel streams through `level`: the level's (ATen's stream rows, on
     every core), XLA:CPU's kernels no faster than its own stream row (fitted.xla_stream_bytes_per_s)."""
     bandwidth = target.level_value(level, "bytes_per_s")
-    return min(bandwidth, target["fitted.xla_stream_bytes_per_s"]) if runtime == "xla" else bandwidth
+    cap = host_runtime(runtime).stream_cap
+    return min(bandwidth, target[cap]) if cap else bandwidth
 
 
 def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, runtime: str = "inductor") -> Cost:
-    if runtime not in COMPILED:
+    record = host_runtime(runtime)
+    if not record.compiled:
         raise UnknownName("compiled CPU runtime", runtime, COMPILED)
     placement = plan.placements[group.id]
     work = group_work(plan, module, group)
@@ -386,8 +451,8 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         shape = tiling.shape
         rate = gemm_rate(target, shape.dtype, runtime, shape.flops / max(shape.batch, 1))
         conv = next((plan.ops[i].op for i in group.members if plan.ops[i].op.short_name == "convolution"), None)
-        if runtime == "xla" and conv is None:  # XLA:CPU's dot is a library call with a fixed cost of its own
-            overhead_s += target["fitted.xla_dot_s"]
+        if record.dot_call and conv is None:  # XLA:CPU's dot is a library call with a fixed cost of its own
+            overhead_s += target[record.dot_call]
         if conv is not None:  # its own library kernel: K = shape.k, the images from its dimension numbers
             images = conv.result_types[0].shape[conv.attr("dimension_numbers").output_batch]
             rate = conv_rate(target, shape.dtype, runtime, shape.k)
@@ -395,9 +460,9 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         epilogue_s = work.epilogue_flops / vector_rate(target) + work.transcendentals / transcendental_rate(
             target, runtime
         )
-        pixels = xla_eigen_conv(conv) if conv is not None and runtime == "xla" else 0
+        pixels = xla_eigen_conv(conv) if conv is not None and record.eigen_conv else 0
         gemm_s = (
-            pixels * target["fitted.xla_conv_pixel_s"]
+            pixels * target[record.eigen_conv]
             if pixels
             else tiling.shape.flops / rate
             if conv is not None
@@ -410,7 +475,7 @@ def cpu_group_cost(module: Module, plan: Plan, group: Group, target: Target, run
         padded = tiling.padded_flops * shard_factor(plan, group) + work.epilogue_flops
         return roofline_cost(work.flops, padded, compute_s, bytes_, memory_s, busy_s, overhead_s)
     flops, trans = fused_work(module, plan, group, runtime)
-    if runtime == "xla":  # XLA:CPU's loop reads a transposed operand element by element (docs/host-cpu.md)
+    if record.strided_reads:  # XLA:CPU's loop reads a transposed operand element by element (docs/host-cpu.md)
         for i, n in evaluations(plan, group).items():
             elements, conflict = strided_read(plan.ops[i].op, target)
             if elements:
@@ -427,8 +492,9 @@ def _element_rate(target: Target, runtime: str, what: str) -> float:
     """Elements per second of a fused loop's `what`: a reduction's reads, XLA's strided reads, or a function."""
     if what == "reduce":
         return reduce_rate(target, runtime)
-    if what in ("strided", "conflict"):  # XLA's transposed reads (only XLA's loops count them)
-        return target[f"fitted.xla_{what}_per_s"]
+    strided = dict(host_runtime(runtime).strided_reads)
+    if what in strided:  # XLA's transposed reads (only its loops count them)
+        return target[strided[what]]
     return transcendental_rate(target, runtime, what)
 
 
@@ -490,7 +556,5 @@ def call_overhead_s(target: Target, runtime: str, loops_only: bool = False) -> f
     dispatch): measured on a one-GEMM program (fitted.R_call_s), and on a one-loop program for a
     program that calls no library kernel (fitted.R_loop_call_s; a GEMM program's call costs more:
     the library's threads are woken and its buffers allocated)."""
-    if runtime not in COMPILED:
-        raise UnknownName("compiled CPU runtime", runtime, COMPILED)
     rates = runtime_rates(target, runtime)
     return rates.loop_call_s if loops_only else rates.call_s

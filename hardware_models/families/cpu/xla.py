@@ -2,7 +2,9 @@
 
 Its pipeline is Inductor's (families/cpu/__init__.py) but for the fusion rules: XLA:CPU ends a
 kernel at each reduction, hands dots to Eigen, and has no fused attention (dots and softmax
-loops). Its cost model is the family's, read at the "xla" fits (families/cpu/cost.py).
+loops). Its cost model is the family's, read at the "xla" fits through its `HostRuntime` record
+(families/cpu/cost.py: its own GEMM library and curve, a dot's call cost, its stream cap, its
+Eigen convolution, shared sine-cosine reduction and element-by-element transposed reads).
 """
 
 from __future__ import annotations
