@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from hardware_models.tiles import ceil_div, round_up  # noqa: F401 (re-exported)
@@ -259,7 +260,7 @@ class FamilyState:
     Spyre's stick layouts, re-layouts, dataflow and work division (families/spyre/plan.py), the
     LPU's SRAM (families/lpu/plan.py), the wafer's regions (families/wafer/plan.py). A family's
     package subclasses it, with empty defaults; a plan holds at most one, and `render_group`
-    adds its lines to the plan's text."""
+    adds its lines to the plan's text, `problems` its invariants to verify_plan's."""
 
     @classmethod
     def of(cls, plan: Plan):
@@ -268,6 +269,11 @@ class FamilyState:
 
     def render_group(self, plan: Plan, group: Group) -> list[str]:
         return []
+
+    def problems(self, plan: Plan, target) -> Iterable[str]:
+        """The invariants of this state that the plan breaks, each a line (verify_plan checks
+        them after every pass, beside the ones every plan keeps); none by default."""
+        return ()
 
 
 @dataclass(frozen=True)

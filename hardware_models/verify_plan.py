@@ -9,7 +9,9 @@ the pass that just ran, and `InvalidPlan` names it. The invariants:
   - placements fit: what a group reads from an on-chip level (its resident inputs; a chip's share
     of a tensor-parallel kernel's output) fits in the on-chip levels' capacity; a target with no on-chip level keeps nothing resident; no byte count is
     negative; a partition's chips hold its arguments unless the weights stream (MemoryX);
-  - a static schedule's ops finish no earlier than they start.
+  - a static schedule's ops finish no earlier than they start;
+  - and the family's own state keeps its own rules (`FamilyState.problems`: Spyre's layouts and
+    work division, the LPU's SRAM slots, the wafer's regions).
 """
 
 from __future__ import annotations
@@ -88,3 +90,5 @@ def _problems(plan: Plan, target: Target, before: Plan | None):
     for gid, slot in plan.schedule.items():
         if slot.finish < slot.start:
             yield f"g{gid} finishes at cycle {slot.finish}, before it starts at {slot.start}"
+    if plan.state is not None:  # the family's own decisions, by its own rules (FamilyState.problems)
+        yield from plan.state.problems(plan, target)

@@ -344,3 +344,44 @@ def test_the_65_element_fp16_clone_on_spyre_moves_two_sticks_each_way():
     result = estimate(program({"a": v}, [], "%a", v), get_target("spyre"))
     assert result.total.bytes_at("lpddr5") == 2 * 2 * 128
     assert any("252 of the 512 bytes between kernels (49.2%) are padding" in n for n in result.notes)
+
+
+def _corrupted(target_name: str, module, corrupt):
+    from hardware_models.verify_plan import verify_plan
+
+    target = get_target(target_name)
+    plan = compile_plan(module, target)
+    verify_plan(plan, target, "clean")  # the compiled plan keeps its family's rules
+    verify_plan(corrupt(plan), target, "corrupted")
+
+
+def test_each_familys_own_state_is_verified_by_its_own_rules():
+    """verify_plan asks the plan's FamilyState for its problems: a Spyre division over more cores
+    than the chip has, two live LPU values sharing SRAM, a wafer region beyond the wafer's PEs."""
+    from hardware_models.families.lpu.plan import LpuState
+    from hardware_models.families.spyre.plan import SpyreState, WorkDivision
+    from hardware_models.families.wafer.plan import Region, WaferState
+
+    def over_cores(plan):
+        gid = next(iter(SpyreState.of(plan).divisions))
+        return plan.with_state(SpyreState, divisions={gid: WorkDivision(64, 33)})
+
+    with pytest.raises(InvalidPlan, match="g0 divides 64 units over 33 cores, and the chip has 32"):
+        _corrupted("spyre", gemm(65, 63, 64), over_cores)
+
+    def share_sram(plan):
+        sram = LpuState.of(plan).sram
+        (a, sa), (b, sb) = [(v, s) for v, s in sram.items() if s.size][:2]
+        return plan.with_state(
+            LpuState,
+            sram={**sram, b: replace(sb, timeline=sa.timeline, offset=sa.offset, written=sa.written, freed=sa.freed)},
+        )
+
+    with pytest.raises(InvalidPlan, match="share SRAM bytes .* while both are live"):
+        _corrupted("groq-lpu", linear_gelu(64, 128, 128), share_sram)
+
+    def beyond_the_wafer(plan):
+        return plan.with_state(WaferState, regions={0: Region(pes=10**7)})
+
+    with pytest.raises(InvalidPlan, match="region of 10,000,000 PEs is outside"):
+        _corrupted("wse-3", gemm(65, 63, 64), beyond_the_wafer)

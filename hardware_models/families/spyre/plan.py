@@ -5,6 +5,7 @@ graph, held together as the plan's `SpyreState` (Plan.state); the Spyre passes d
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hardware_models.plan import FamilyState, Group, Plan
@@ -101,6 +102,26 @@ class SpyreState(FamilyState):
     restickify: tuple[Restickify, ...] = ()
     dataflow: tuple[Edge, ...] = ()
     divisions: dict[int, WorkDivision] = field(default_factory=dict)
+
+    def problems(self, plan: Plan, target) -> Iterable[str]:
+        """A layout's sticks are whole (its stick dimension within its rank, its width dividing a
+        stick); a division spreads at least one unit over the chip's cores, no more; a re-layout
+        and an edge name groups of the plan."""
+        cores, groups = target["chip.cores"], len(plan.groups)
+        for value, lay in self.layouts.items():
+            if lay.shape and not 0 <= lay.stick_dim < len(lay.shape):
+                yield f"{value}'s stick dimension {lay.stick_dim} is outside its shape {lay.shape}"
+            if lay.elements_per_stick < 1 or lay.stick_bytes % lay.elements_per_stick:
+                yield f"{value}'s {lay.elements_per_stick} elements do not fill a {lay.stick_bytes}-byte stick evenly"
+        for gid, d in self.divisions.items():
+            if d.units < 1 or not 1 <= d.cores <= cores:
+                yield f"g{gid} divides {d.units} units over {d.cores} cores, and the chip has {cores:.0f}"
+        for r in self.restickify:
+            if not 0 <= r.group < groups:
+                yield f"a restickify of {r.value} is for g{r.group}, and the plan has {groups} groups"
+        for e in self.dataflow:
+            if not (-1 <= e.producer < groups and 0 <= e.consumer < groups):
+                yield f"the edge {e.value} joins g{e.producer} to g{e.consumer}, and the plan has {groups} groups"
 
     def render_group(self, plan: Plan, group: Group) -> list[str]:
         lines = []

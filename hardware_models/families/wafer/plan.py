@@ -3,6 +3,7 @@ plan's `WaferState` (Plan.state)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from hardware_models.plan import FamilyState, Group, Plan
@@ -21,6 +22,17 @@ class WaferState(FamilyState):
     """group id -> its region, from place_layers."""
 
     regions: dict[int, Region] = field(default_factory=dict)
+
+    def problems(self, plan: Plan, target) -> Iterable[str]:
+        """Each region is a kernel's, of at least one PE and no more than the wafers have (a kernel
+        larger than one wafer spans several)."""
+        wafers = plan.partition.chips if plan.partition else 1
+        pes = target["chip.pes"] * wafers
+        for gid, region in self.regions.items():
+            if not 0 <= gid < len(plan.groups):
+                yield f"a region is placed for g{gid}, and the plan has {len(plan.groups)} groups"
+            if not 1 <= region.pes <= pes:
+                yield f"g{gid}'s region of {region.pes:,} PEs is outside [1, {pes:,.0f}], the PEs of {wafers} wafer{'s' if wafers > 1 else ''}"
 
     def render_group(self, plan: Plan, group: Group) -> list[str]:
         region = self.regions.get(group.id)
