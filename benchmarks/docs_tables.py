@@ -318,6 +318,35 @@ def calibration_rows() -> str:
     return "\n".join(lines) + _table(["row", "target", "workload", "measured", "predicted", "error"], table)
 
 
+def _span(values: list[float], unit: str = "s") -> str:
+    lo, hi = min(values), max(values)
+    return f"{_sig(lo, 2)} {unit}" if _sig(lo, 2) == _sig(hi, 2) else f"{_sig(lo, 2)}–{_sig(hi, 2)} {unit}"
+
+
+MODEL_ENTRIES = ("block", "decoder", "tiny", "gpt2-small")  # the catalogue's whole models, timed apart
+
+
+def run_times() -> str:
+    """run_times.csv, predict.csv and estimates.csv: the wall times the benchmarks measured, as
+    ranges (the machine that ran `make bench`: a shared 2-core one here, so a row can be noisy)."""
+    runs = _rows("run_times.csv")
+    kernels = [float(r["second_run_s"]) for r in runs if r["entry"] not in MODEL_ENTRIES]
+    models = ", ".join(
+        f"`{name}` {_span([float(r['second_run_s']) for r in runs if r['entry'] == name])}"
+        for name in MODEL_ENTRIES
+        if any(r["entry"] == name for r in runs)
+    )
+    first = max(float(r["first_run_s"]) for r in runs if r["entry"] not in MODEL_ENTRIES)
+    walls = [float(r["wall_s"]) for r in _rows("predict.csv")]
+    compiles = [float(r["compile_s"]) for r in _rows("estimates.csv")]
+    return (
+        f"Measured by the last `make bench`: `landscape run` takes {_span(kernels)} a kernel once compiled "
+        f"(its first run up to {_sig(first, 2)} s) and, per dtype, {models}; `landscape predict` "
+        f"{_span(walls)} a model and target in a fresh process, imports included; the passes and cost model "
+        f"{_span(compiles)} a model and target (`compile_s`, the plan verifier included).\n"
+    )
+
+
 @dataclass(frozen=True)
 class Block:
     csv: str
@@ -334,6 +363,7 @@ BLOCKS = {
     "gpu-compare": Block("gpu_compare.csv", gpu_compare),
     "calibration-fits": Block("calibration_fits.csv", calibration_fits),
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
+    "run-times": Block("run_times.csv", run_times),
 }
 
 
