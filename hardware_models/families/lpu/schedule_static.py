@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 
-from hardware_models.plan import Plan, Slot, gemm_shape, group_work, round_up
+from hardware_models.plan import Plan, Slot, gemm_shape, group_outputs, group_work, round_up
 from hardware_models.target import Target
 from reference.ir import Module, category
 
@@ -95,6 +95,13 @@ def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
     slots: dict[int, Slot] = {}
     unit_free: dict[tuple[str, str], int] = {}
     makespan: dict[str, int] = {}
+    # what each op reads as the value graph sees it: through views, and the buffer an update in
+    # place wrote (a decode step's attention reads the cache after this token's update lands)
+    reads: dict[int, set[str]] = {}
+    for g in plan.groups:
+        for value in group_outputs(plan, graph, g):
+            for user in graph.users(value):
+                reads.setdefault(user, set()).add(value)
     for group in plan.groups:
         if group.kind == "transfer":
             continue
@@ -103,8 +110,9 @@ def schedule_static(module: Module, plan: Plan, target: Target) -> Plan:
         duration = max(busy, feed)
         chained = category(plan.ops[group.members[0]].op) in CHAINED
         ready = finish_floor = 0
-        for value in plan.ops[group.members[0]].operands:
-            producer = owner.get(graph.producer.get(graph.root(value)))
+        first = group.members[0]
+        for value in (*plan.ops[first].operands, *sorted(reads.get(first, ()))):
+            producer = owner.get(graph.producer.get(value, graph.producer.get(graph.root(value))))
             if producer is None or producer not in slots:
                 continue
             p = slots[producer]
