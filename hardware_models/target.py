@@ -474,6 +474,51 @@ def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str
     return native, tuple(sorted(emulated.items()))
 
 
+def check_target_file(path: Path | str) -> list[str]:
+    """Every problem of a target file a user brings (`landscape targets --check FILE`), a line
+    each: every key its family needs that it lacks, at once; else the loader's first objection
+    (an unknown key, a value out of its domain, a bad level); else each derived value that its
+    derivation does not reproduce. [] for a file every command takes.
+    """
+    path = Path(path)
+    try:
+        target = load_target_file(path)
+    except BadTargetFile as err:
+        return _missing_keys(path) or [str(err)]
+    return [
+        str(BadTargetFile(path, key, f"stated {stated:g}, but its derivation gives {recomputed:g}"))
+        for key, (stated, recomputed) in check_derivations(target).items()
+    ]
+
+
+def _missing_keys(path: Path) -> list[str]:
+    """Each key the file's family needs and the file lacks ([] when it cannot tell: no TOML, or
+    no known family)."""
+    from hardware_models.families import families
+
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    family = families().get(raw.get("family")) if isinstance(raw.get("family"), str) else None
+    if family is None:
+        return []
+    missing = [k for k in ("schema", "name", "description") if k not in raw]
+    for section, keys in family.schema.items():
+        table = raw.get(section) if isinstance(raw.get(section), dict) else {}
+        missing += [f"{section}.{key}" for key in keys if key not in table]
+    levels = raw.get("levels") if isinstance(raw.get("levels"), dict) else {}
+    for name, keys in family.levels.items():
+        level = levels.get(name)
+        if not isinstance(level, dict):
+            missing.append(f"levels.{name}")
+            continue
+        missing += [f"levels.{name}.{key}" for key in keys if key not in level]
+    if "dtypes" not in raw:
+        missing.append("dtypes.native")
+    return [str(BadTargetFile(path, key, f"missing; the {family.name} family needs it")) for key in missing]
+
+
 @functools.cache
 def load_targets(directory: Path = TARGETS_DIR) -> dict[str, Target]:
     """Every target file in the directory, by name."""

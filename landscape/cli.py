@@ -205,11 +205,22 @@ def run(
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output: every quantity with its source.")
-def targets(as_json: bool) -> None:
+@click.option(
+    "--check",
+    "check",
+    metavar="FILE",
+    default=None,
+    help="Check a target file of your own instead: every key its family needs that it lacks, or what else "
+    "is wrong, a line each (exit 2); a file every command takes (--target FILE.toml) says so (exit 0).",
+)
+def targets(as_json: bool, check: str | None) -> None:
     """List the hardware targets: family, 16-bit peak (dense, not sustained), main memory (HBM, SRAM or
     LPDDR5) and its bandwidth, ridge point."""
     from hardware_models.target import load_targets
 
+    if check is not None:
+        _check_target_file(check, as_json)
+        return
     loaded = load_targets()
     if as_json:
         print_json([t.to_dict() for t in loaded.values()])
@@ -217,6 +228,26 @@ def targets(as_json: bool) -> None:
     from landscape.render import render_targets
 
     render_targets(loaded)
+
+
+def _check_target_file(path: str, as_json: bool) -> None:
+    from hardware_models.target import check_target_file, load_target_file
+
+    problems = check_target_file(path)
+    if as_json:
+        print_json({"file": path, "ok": not problems, "problems": problems})
+    elif problems:
+        for line in problems:
+            click.echo(line)
+    else:
+        t = load_target_file(path)
+        assumed = sum(1 for q in t.quantities.values() if q.assumed)
+        click.echo(
+            f"{path}: a valid {t.family} target, {t.name!r}: {len(t.quantities)} quantities ({assumed} assumed, U), "
+            f"every derived value reproduced; use it as --target {path}"
+        )
+    if problems:
+        raise click.exceptions.Exit(2)
 
 
 @cli.command()

@@ -480,3 +480,21 @@ def test_estimate_costs_f64_on_a_tpu_with_a_note_and_plan_lists_the_folds(capsys
     )
     out = capsys.readouterr().out
     assert "fold: dot_general at" in out and "artifacts compiled away:" in out
+
+
+def test_targets_check_names_what_a_users_file_lacks_and_exits_2(tmp_path, capsys):
+    import pathlib
+
+    ROOT = pathlib.Path(__file__).resolve().parents[1]
+    text = (ROOT / "hardware_models" / "targets" / "mi300x.toml").read_text()
+    bad = tmp_path / "mine.toml"
+    bad.write_text(text.replace("xcd_count", "xcd_cnt"))
+    assert cli.main(["targets", "--check", str(bad)]) == 2
+    out = capsys.readouterr().out.strip().splitlines()
+    assert any("field 'chip.xcd_count': missing; the cdna family needs it" in line for line in out)
+    assert cli.main(["targets", "--check", str(ROOT / "hardware_models" / "targets" / "mi300x.toml"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "file": str(ROOT / "hardware_models" / "targets" / "mi300x.toml"),
+        "ok": True,
+        "problems": [],
+    }

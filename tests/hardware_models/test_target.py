@@ -232,3 +232,28 @@ def test_every_quantity_of_every_target_file_lies_in_its_domain():
         for key, q in target.quantities.items():
             assert domain_problem(key, q.value) is None, (target.name, key)
         assert {domain(k) for k in target.quantities} <= {"fraction", "count", "size", "positive"}
+
+
+def test_a_users_file_is_checked_listing_every_key_it_lacks_then_what_else_is_wrong(tmp_path):
+    """`landscape targets --check FILE`: each missing key of the family's schema at once, a line
+    each; a file missing nothing gets the loader's objection, then any derivation it breaks."""
+    from pathlib import Path
+
+    from hardware_models.target import check_target_file
+
+    text = Path(get_target("h100").path).read_text()
+    lacking = tmp_path / "lacking.toml"
+    lacking.write_text(
+        "\n".join(line for line in text.splitlines() if not line.startswith(("sm_count", "launch_overhead_s")))
+    )
+    problems = check_target_file(lacking)
+    assert len(problems) == 2 and all("missing; the gpu family needs it" in p for p in problems)
+    assert {p.split("'")[1] for p in problems} == {"chip.sm_count", "schedule.launch_overhead_s"}
+    off = tmp_path / "off.toml"
+    off.write_text(text.replace('value = 989e12, source = "D"', 'value = 900e12, source = "D"', 1))
+    (problem,) = check_target_file(off)
+    assert "peak.bf16_flop_per_s" in problem and "its derivation gives 9.89" in problem
+    assert check_target_file(get_target("h100").path) == []
+    assert check_target_file(tmp_path / "none.toml") == [
+        f"{tmp_path / 'none.toml'}: cannot be read: No such file or directory"
+    ]
