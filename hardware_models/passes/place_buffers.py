@@ -20,6 +20,9 @@ On the cache level:
              per column of arrays); a fusion moves every member op's operands and results
              (each op reads and writes VMEM). XLA writes every fusion's outputs back to HBM,
              so nothing stays across groups.
+    A chip whose tiles load through a level of their own, under that cache (AMD: each XCD's L2
+    under the Infinity Cache; `Simt.tile_feed`), counts the tile loads there and, at the cache,
+    what main memory moves plus the inputs it keeps.
 Bytes count at the width each type runs as (plan.value_graph(): an emulated f16 moves 4 bytes).
 """
 
@@ -43,6 +46,7 @@ from reference.ir import Module
 def place_buffers(module: Module, plan: Plan, target: Target) -> Plan:
     graph = plan.value_graph()
     main, cache = target.level("main"), target.level("on-chip")
+    feed = _tile_feed(target, cache)
     keeps = cache.keeps_producer_output
     resident_limit = target.level_capacity(cache) * target.level_value(cache, "resident_fraction") if keeps else 0
     placements = {}
@@ -94,5 +98,17 @@ def place_buffers(module: Module, plan: Plan, target: Target) -> Plan:
             on_chip = hbm + sum(in_bytes[v] for v in resident)
             if not keeps:
                 on_chip = max(on_chip, group_work(plan, module, group).bytes)
+        if feed != cache:  # the tiles load through their own level; the cache in front of HBM sees its traffic
+            near = hbm + sum(in_bytes[v] for v in resident)
+            placements[group.id] = Placement(((main.name, hbm), (cache.name, near), (feed.name, on_chip)), resident)
+            continue
         placements[group.id] = Placement(((main.name, hbm), (cache.name, on_chip)), resident)
     return plan.with_(placements=placements)
+
+
+def _tile_feed(target: Target, cache):
+    """The level that feeds a SIMT chip's tiles (its view's `tile_feed`: each XCD's L2 on AMD, under
+    the Infinity Cache), else the outermost on-chip level, which then counts the tile loads too."""
+    if target.family_record.view is None:
+        return cache
+    return getattr(target.view, "tile_feed", cache)

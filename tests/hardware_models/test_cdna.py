@@ -163,3 +163,15 @@ def test_a_simt_file_that_runs_fp8_natively_without_an_fp8_peak_is_refused_as_it
     path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("fp8_flop_per_s")))
     with pytest.raises(BadTargetFile, match="peak.fp8_flop_per_s.*runs f8E4M3FN natively"):
         load_target_file(path)
+
+
+def test_tile_loads_are_counted_at_each_xcds_l2_and_the_infinity_cache_sees_hbms_traffic():
+    """AMD's tiles load through the L2 (`tile_feed`), under the Infinity Cache: 4096^3 bf16 in
+    256 x 256 tiles reads A and B 16 times each there, 2 * 16 * 32 MiB = 1 GiB, while HBM and the
+    Infinity Cache in front of it move A, B and C once (the problem fits its 256 MiB)."""
+    (placement,) = compile_plan(gemm_module(4096, 4096, 4096, "bf16"), MI300X).placements.values()
+    once = 3 * 4096 * 4096 * 2
+    assert placement.at("hbm") == placement.at("infinity_cache") == once
+    assert placement.at("l2") == 2 * 16 * 4096 * 4096 * 2 + 4096 * 4096 * 2
+    (h100,) = compile_plan(gemm_module(4096, 4096, 4096, "bf16"), get_target("h100")).placements.values()
+    assert {name for name, _ in h100.bytes} == {"hbm", "l2"}  # NVIDIA's L2 is both: one level counts both
