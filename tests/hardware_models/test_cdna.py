@@ -6,8 +6,6 @@ all-reduce."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hardware_models.calibration import gemm_module
@@ -16,6 +14,7 @@ from hardware_models.families import get_family, home
 from hardware_models.pipelines import compile_plan
 from hardware_models.predict import fewest_chips
 from hardware_models.target import get_target
+from tests.hardware_models.damaged import without_lines
 from tests.hardware_models.programs import program, t
 
 MI300X = get_target("mi300x")
@@ -158,11 +157,8 @@ def test_a_simt_file_that_runs_fp8_natively_without_an_fp8_peak_is_refused_as_it
     from hardware_models.target import load_target_file
     from reference.errors import BadTargetFile
 
-    text = Path(get_target("h100").path).read_text()
-    path = tmp_path / "no-fp8.toml"
-    path.write_text("\n".join(line for line in text.splitlines() if not line.startswith("fp8_flop_per_s")))
     with pytest.raises(BadTargetFile, match="peak.fp8_flop_per_s.*runs f8E4M3FN natively"):
-        load_target_file(path)
+        load_target_file(without_lines("h100", tmp_path, "fp8_flop_per_s"))
 
 
 def test_tile_loads_are_counted_at_each_xcds_l2_and_the_infinity_cache_sees_hbms_traffic():

@@ -194,16 +194,12 @@ def test_an_iota_and_what_follows_from_it_run_in_the_cpus_loops_and_xla_shares_s
 
 def test_a_target_file_that_lost_a_functions_rate_is_refused_not_priced_at_exps(tmp_path):
     """Only functions calibrate never times fall back to exp's rate; a file without one it times is damaged."""
-    from pathlib import Path
-
     from hardware_models.target import load_target_file
     from reference.errors import BadTargetFile
+    from tests.hardware_models.damaged import without_lines
 
-    text = Path(get_target("host-cpu").path).read_text()
-    damaged = tmp_path / "host-cpu.toml"
-    damaged.write_text("\n".join(line for line in text.splitlines() if not line.startswith("xla_sine_per_s")))
     with pytest.raises(BadTargetFile, match="fitted.xla_sine_per_s': missing"):
-        load_target_file(damaged)
+        load_target_file(without_lines("host-cpu", tmp_path, "xla_sine_per_s"))
 
 
 def test_a_gemms_rate_follows_the_measured_rows_by_hand():

@@ -240,13 +240,10 @@ def test_a_users_file_is_checked_listing_every_key_it_lacks_then_what_else_is_wr
     from pathlib import Path
 
     from hardware_models.target import check_target_file
+    from tests.hardware_models.damaged import without_lines
 
     text = Path(get_target("h100").path).read_text()
-    lacking = tmp_path / "lacking.toml"
-    lacking.write_text(
-        "\n".join(line for line in text.splitlines() if not line.startswith(("sm_count", "launch_overhead_s")))
-    )
-    problems = check_target_file(lacking)
+    problems = check_target_file(without_lines("h100", tmp_path, "sm_count", "launch_overhead_s"))
     assert len(problems) == 2 and all("missing; the gpu family needs it" in p for p in problems)
     assert {p.split("'")[1] for p in problems} == {"chip.sm_count", "schedule.launch_overhead_s"}
     off = tmp_path / "off.toml"
