@@ -361,6 +361,8 @@ def load_target_file(path: Path) -> Target:
         raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise BadTargetFile(path, None, f"not valid TOML: {err}") from None
+    except RecursionError:
+        raise BadTargetFile(path, None, "not a target file: its TOML nests too deep to read") from None
     except UnicodeDecodeError as err:
         raise BadTargetFile(path, None, f"not a TOML text file (byte {err.start} is not UTF-8)") from None
     except IsADirectoryError:
@@ -401,6 +403,7 @@ def load_target_file(path: Path) -> Target:
         if level.per and level.per not in quantities:
             raise BadTargetFile(path, f"levels.{level.name}.per", f"names no quantity of this file: {level.per!r}")
     target = Target(raw["name"], family.name, raw["description"], quantities, str(path), native, emulated, levels)
+    _check_derived(path, target)
     if family.view is not None:
         target.view  # noqa: B018 (built now, so a file its family's view refuses is refused as it loads)
     return target
@@ -474,6 +477,43 @@ def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str
     return native, tuple(sorted(emulated.items()))
 
 
+def _check_derived(path: Path, target: Target) -> None:
+    """Every derivation reads keys of the file, in + - * / alone, without a cycle, and gives the
+    value the file states (so a command never runs on a number its own arithmetic contradicts).
+
+    Raises:
+        BadTargetFile: naming the derived key.
+    """
+    derived = {key: q.derivation for key, q in target.quantities.items() if q.derivation}
+    for key, expression in derived.items():
+        try:
+            needs = derivation_inputs(expression)
+        except SyntaxError:
+            raise BadTargetFile(path, key, f"its derivation {expression!r} is not arithmetic") from None
+        unknown = sorted(n for n in needs if n not in target.quantities)
+        if unknown:
+            raise BadTargetFile(path, key, f"its derivation reads {unknown[0]!r}, which the file does not have")
+    todo = {key: derivation_inputs(e) & set(derived) for key, e in derived.items()}
+    while todo:
+        ready = [key for key, needs in todo.items() if not needs & set(todo)]
+        if not ready:
+            raise BadTargetFile(path, sorted(todo)[0], f"its derivation is circular: {', '.join(sorted(todo))}")
+        for key in ready:
+            del todo[key]
+    for key, expression in derived.items():
+        try:
+            value = evaluate(expression, target)
+        except BadTargetFile:
+            raise BadTargetFile(
+                path, key, f"its derivation {expression!r} uses more than numbers, section.key and + - * /"
+            ) from None
+        except ZeroDivisionError:
+            raise BadTargetFile(path, key, f"its derivation {expression!r} divides by zero") from None
+        stated = target.quantities[key].value
+        if abs(value - stated) > DERIVATION_TOLERANCE * abs(stated):
+            raise BadTargetFile(path, key, f"stated {stated:g}, but its derivation {expression!r} gives {value:g}")
+
+
 def check_target_file(path: Path | str) -> list[str]:
     """Every problem of a target file a user brings (`landscape targets --check FILE`), a line
     each: every key its family needs that it lacks, at once; else the loader's first objection
@@ -498,7 +538,7 @@ def _missing_keys(path: Path) -> list[str]:
 
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
         return []
     family = families().get(raw.get("family")) if isinstance(raw.get("family"), str) else None
     if family is None:
@@ -632,7 +672,10 @@ def _rederive(target: Target, changed: set[str]) -> dict[str, Quantity]:
     return quantities
 
 
-def check_derivations(target: Target, rel_tol: float = 5e-3) -> dict[str, tuple[float, float]]:
+DERIVATION_TOLERANCE = 5e-3  # a choice: a stated D value within 0.5% of its derivation (published round figures)
+
+
+def check_derivations(target: Target, rel_tol: float = DERIVATION_TOLERANCE) -> dict[str, tuple[float, float]]:
     """Each D quantity against its recomputed derivation: key -> (stated, recomputed) where they differ."""
     off = {}
     for key, q in target.quantities.items():

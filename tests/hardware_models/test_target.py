@@ -249,8 +249,37 @@ def test_a_users_file_is_checked_listing_every_key_it_lacks_then_what_else_is_wr
     off = tmp_path / "off.toml"
     off.write_text(text.replace('value = 989e12, source = "D"', 'value = 900e12, source = "D"', 1))
     (problem,) = check_target_file(off)
-    assert "peak.bf16_flop_per_s" in problem and "its derivation gives 9.89" in problem
+    assert "peak.bf16_flop_per_s" in problem and "stated 9e+14" in problem and "gives 9.89" in problem
     assert check_target_file(get_target("h100").path) == []
     assert check_target_file(tmp_path / "none.toml") == [
         f"{tmp_path / 'none.toml'}: cannot be read: No such file or directory"
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needle"),
+    [
+        ('value = 989e12, source = "D"', 'value = 5e12, source = "D"', r"stated 5e\+12, but its derivation"),
+        ('derivation = "chip.sm_count * chip.clock_hz * 4096"', 'derivation = "chip.nope * 4096"', "reads 'chip.nope'"),
+        ('derivation = "chip.clock_hz * 5120"', "derivation = \"__import__('os').getcwd()\"", "uses more than numbers"),
+        ('derivation = "chip.clock_hz * 5120"', 'derivation = "chip.clock_hz ** 2"', "uses more than numbers"),
+        ('derivation = "chip.clock_hz * 5120"', 'derivation = "peak.bf16_flop_per_s / 105.6"', "circular"),
+    ],
+)
+def test_a_file_whose_derivations_do_not_hold_is_refused_as_it_loads(tmp_path, old, new, needle):
+    """No command runs on a number its file's own arithmetic contradicts, names a key the file lacks,
+    evaluates more than arithmetic, or goes round in a circle (peak from L2 from peak)."""
+    from pathlib import Path
+
+    from reference.errors import BadTargetFile
+
+    text = Path(get_target("h100").path).read_text()
+    if "circular" in needle:  # the peak read from the L2 and the L2 from the peak
+        text = text.replace(
+            'derivation = "chip.sm_count * chip.clock_hz * 4096"', 'derivation = "levels.l2.bytes_per_s * 105.6"', 1
+        )
+    assert old in text
+    path = tmp_path / "h100.toml"
+    path.write_text(text.replace(old, new, 1))
+    with pytest.raises(BadTargetFile, match=needle):
+        load_target_file(path)
