@@ -22,16 +22,22 @@ are computed, not stored: the ridge point is peak FLOP/s over memory bandwidth.
 
 from __future__ import annotations
 
-import ast
 import functools
 import math
-import operator
 import os
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from hardware_models.derivations import (  # noqa: F401 (DERIVATION_TOLERANCE, derivation_inputs, evaluate: re-exported)
+    DERIVATION_TOLERANCE,
+    check_derivations,
+    check_derived,
+    derivation_inputs,
+    evaluate,
+    rederive,
+)
 from reference.errors import BadTargetFile, UnknownName, UnsupportedDtype
 
 TARGETS_DIR = Path(__file__).with_name("targets")
@@ -146,7 +152,12 @@ class Target:
             if problem:
                 raise BadTargetFile("--set", key, problem)
             quantities[key] = Quantity(float(value), "U --set on the command line", f"was {quantities[key].value:g}")
-        quantities = _rederive(replace(self, quantities=quantities), set(overrides))
+        for key, (value, follows) in rederive(replace(self, quantities=quantities), set(overrides)).items():
+            problem = domain_problem(key, value)
+            if problem:
+                raise BadTargetFile("--set", key, f"follows from {', '.join(follows)}: {problem}")
+            q = quantities[key]
+            quantities[key] = Quantity(value, q.source, f"recomputed after --set; was {q.value:g}", q.derivation)
         return replace(self, quantities=quantities, loaded=self.as_loaded)
 
     @cached_property
@@ -403,7 +414,7 @@ def load_target_file(path: Path) -> Target:
         if level.per and level.per not in quantities:
             raise BadTargetFile(path, f"levels.{level.name}.per", f"names no quantity of this file: {level.per!r}")
     target = Target(raw["name"], family.name, raw["description"], quantities, str(path), native, emulated, levels)
-    _check_derived(path, target)
+    check_derived(path, target)
     if family.view is not None:
         target.view  # noqa: B018 (built now, so a file its family's view refuses is refused as it loads)
     return target
@@ -475,43 +486,6 @@ def _dtypes(path: Path, table: object) -> tuple[tuple[str, ...], tuple[tuple[str
         if runs_as not in native:
             raise BadTargetFile(path, f"dtypes.emulated.{dtype}", f"must name a native type, one of {native}")
     return native, tuple(sorted(emulated.items()))
-
-
-def _check_derived(path: Path, target: Target) -> None:
-    """Every derivation reads keys of the file, in + - * / alone, without a cycle, and gives the
-    value the file states (so a command never runs on a number its own arithmetic contradicts).
-
-    Raises:
-        BadTargetFile: naming the derived key.
-    """
-    derived = {key: q.derivation for key, q in target.quantities.items() if q.derivation}
-    for key, expression in derived.items():
-        try:
-            needs = derivation_inputs(expression)
-        except SyntaxError:
-            raise BadTargetFile(path, key, f"its derivation {expression!r} is not arithmetic") from None
-        unknown = sorted(n for n in needs if n not in target.quantities)
-        if unknown:
-            raise BadTargetFile(path, key, f"its derivation reads {unknown[0]!r}, which the file does not have")
-    todo = {key: derivation_inputs(e) & set(derived) for key, e in derived.items()}
-    while todo:
-        ready = [key for key, needs in todo.items() if not needs & set(todo)]
-        if not ready:
-            raise BadTargetFile(path, sorted(todo)[0], f"its derivation is circular: {', '.join(sorted(todo))}")
-        for key in ready:
-            del todo[key]
-    for key, expression in derived.items():
-        try:
-            value = evaluate(expression, target)
-        except BadTargetFile:
-            raise BadTargetFile(
-                path, key, f"its derivation {expression!r} uses more than numbers, section.key and + - * /"
-            ) from None
-        except ZeroDivisionError:
-            raise BadTargetFile(path, key, f"its derivation {expression!r} divides by zero") from None
-        stated = target.quantities[key].value
-        if abs(value - stated) > DERIVATION_TOLERANCE * abs(stated):
-            raise BadTargetFile(path, key, f"stated {stated:g}, but its derivation {expression!r} gives {value:g}")
 
 
 def check_target_file(path: Path | str) -> list[str]:
@@ -593,94 +567,3 @@ def get_target(name: str) -> Target:
     if name not in targets:
         raise UnknownName("target", name, targets)
     return targets[name]
-
-
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
-def evaluate(expression: str, target: Target) -> float:
-    """Evaluate a derivation: numbers, section.key names, + - * / and parentheses only."""
-
-    def walk(node):
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.Attribute):
-            return target[_dotted(node)]
-        raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
-
-    def _dotted(node) -> str:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            return f"{_dotted(node.value)}.{node.attr}"
-        raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
-
-    return walk(ast.parse(expression, mode="eval"))
-
-
-def derivation_inputs(expression: str) -> set[str]:
-    """The section.key names a derivation reads ("chip.sm_count * chip.clock_hz * 4096")."""
-    names = {
-        _dotted_name(node) for node in ast.walk(ast.parse(expression, mode="eval")) if isinstance(node, ast.Attribute)
-    }
-    names.discard(None)
-    return {n for n in names if not any(m.startswith(n + ".") for m in names)}  # not "levels.lx" of "levels.lx.bytes"
-
-
-def _dotted_name(node) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = _dotted_name(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None
-
-
-def _rederive(target: Target, changed: set[str]) -> dict[str, Quantity]:
-    """The target's quantities with every D quantity that reads a changed key, however
-    indirectly, recomputed from its derivation: `--set chip.sm_count=66` halves an H100's
-    peaks (chip.sm_count * chip.clock_hz * 4096), `--set chip.clock_hz=1.2e9` its L2 bandwidth
-    too. A derived key set on the command line is the user's, and kept.
-
-    Raises:
-        BadTargetFile: a recomputed value outside its key's domain, naming what it follows from.
-    """
-    quantities = dict(target.quantities)
-    derived = {key: q for key, q in quantities.items() if q.derivation and key not in changed}
-    inputs = {key: derivation_inputs(q.derivation) for key, q in derived.items()}
-    stale, todo = set(changed), dict(inputs)
-    while todo:  # derivations are acyclic (a file's own values check them); recompute in order
-        ready = [key for key, needs in todo.items() if not needs & set(todo)]
-        if not ready:
-            break
-        for key in ready:
-            needs = todo.pop(key)
-            if not needs & stale:
-                continue
-            current = replace(target, quantities=quantities)
-            value = evaluate(derived[key].derivation, current)
-            problem = domain_problem(key, value)
-            if problem:
-                raise BadTargetFile("--set", key, f"follows from {', '.join(sorted(needs & stale))}: {problem}")
-            q = derived[key]
-            quantities[key] = Quantity(float(value), q.source, f"recomputed after --set; was {q.value:g}", q.derivation)
-            stale.add(key)
-    return quantities
-
-
-DERIVATION_TOLERANCE = 5e-3  # a choice: a stated D value within 0.5% of its derivation (published round figures)
-
-
-def check_derivations(target: Target, rel_tol: float = DERIVATION_TOLERANCE) -> dict[str, tuple[float, float]]:
-    """Each D quantity against its recomputed derivation: key -> (stated, recomputed) where they differ."""
-    off = {}
-    for key, q in target.quantities.items():
-        if q.derivation:
-            recomputed = evaluate(q.derivation, target)
-            if abs(recomputed - q.value) > rel_tol * abs(q.value):
-                off[key] = (q.value, recomputed)
-    return off
