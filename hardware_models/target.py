@@ -515,9 +515,16 @@ def _missing_keys(path: Path) -> list[str]:
     if family is None:
         return []
     missing = [k for k in ("schema", "name", "description") if k not in raw]
+    unknown = []  # a misspelt key is usually the missing one's twin: both are said
     for section, keys in family.schema.items():
         table = raw.get(section) if isinstance(raw.get(section), dict) else {}
         missing += [f"{section}.{key}" for key in keys if key not in table]
+        allowed = keys + family.optional.get(section, ())
+        unknown += [
+            str(BadTargetFile(path, f"{section}.{key}", f"unknown key; valid: {', '.join(allowed)}"))
+            for key in table
+            if key not in allowed
+        ]
     levels = raw.get("levels") if isinstance(raw.get("levels"), dict) else {}
     for name, keys in family.levels.items():
         level = levels.get(name)
@@ -527,7 +534,9 @@ def _missing_keys(path: Path) -> list[str]:
         missing += [f"levels.{name}.{key}" for key in keys if key not in level]
     if "dtypes" not in raw:
         missing.append("dtypes.native")
-    return [str(BadTargetFile(path, key, f"missing; the {family.name} family needs it")) for key in missing]
+    if not missing:
+        return []
+    return [str(BadTargetFile(path, key, f"missing; the {family.name} family needs it")) for key in missing] + unknown
 
 
 @functools.cache

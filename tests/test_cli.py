@@ -492,6 +492,7 @@ def test_targets_check_names_what_a_users_file_lacks_and_exits_2(tmp_path, capsy
     assert cli.main(["targets", "--check", str(bad)]) == 2
     out = capsys.readouterr().out.strip().splitlines()
     assert any("field 'chip.xcd_count': missing; the cdna family needs it" in line for line in out)
+    assert any("field 'chip.xcd_cnt': unknown key; valid: cu_count, xcd_count" in line for line in out)
     assert cli.main(["targets", "--check", str(ROOT / "hardware_models" / "targets" / "mi300x.toml"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {
         "file": str(ROOT / "hardware_models" / "targets" / "mi300x.toml"),
