@@ -31,15 +31,8 @@ def evaluate(expression: str, target: Target) -> float:
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
             return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.Attribute):
-            return target[_dotted(node)]
-        raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
-
-    def _dotted(node) -> str:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            return f"{_dotted(node.value)}.{node.attr}"
+        if isinstance(node, ast.Attribute) and _dotted_name(node):
+            return target[_dotted_name(node)]
         raise BadTargetFile(target.path, expression, "derivations use numbers, section.key and + - * / only")
 
     return walk(ast.parse(expression, mode="eval"))
@@ -63,6 +56,20 @@ def _dotted_name(node) -> str | None:
     return None
 
 
+def in_order(derived: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(the derived keys, each after the derived keys it reads; those left in a circle)."""
+    todo = {key: derivation_inputs(expression) & set(derived) for key, expression in derived.items()}
+    order: list[str] = []
+    while todo:
+        ready = [key for key, needs in todo.items() if not needs & set(todo)]
+        if not ready:
+            break
+        for key in ready:
+            del todo[key]
+        order += ready
+    return order, sorted(todo)
+
+
 class _Values:
     """What `evaluate` reads of a target, over values being recomputed."""
 
@@ -81,18 +88,13 @@ def rederive(target: Target, changed: set[str]) -> dict[str, tuple[float, tuple[
     user's, and kept (not recomputed). The caller checks each value's domain."""
     values = {key: q.value for key, q in target.quantities.items()}
     derived = {key: q.derivation for key, q in target.quantities.items() if q.derivation and key not in changed}
-    todo = {key: derivation_inputs(expression) for key, expression in derived.items()}
     stale, out = set(changed), {}
-    while todo:  # a file's derivations form no circle (check_derived): recompute in order
-        ready = [key for key, needs in todo.items() if not needs & set(todo)]
-        if not ready:
-            break
-        for key in ready:
-            needs = todo.pop(key)
-            if needs & stale:
-                values[key] = float(evaluate(derived[key], _Values(target.path, values)))
-                out[key] = (values[key], tuple(sorted(needs & stale)))
-                stale.add(key)
+    for key in in_order(derived)[0]:  # a file's derivations form no circle (check_derived)
+        needs = derivation_inputs(derived[key])
+        if needs & stale:
+            values[key] = float(evaluate(derived[key], _Values(target.path, values)))
+            out[key] = (values[key], tuple(sorted(needs & stale)))
+            stale.add(key)
     return out
 
 
@@ -126,13 +128,9 @@ def check_derived(path: Path, target: Target) -> None:
         unknown = sorted(n for n in needs if n not in target.quantities)
         if unknown:
             raise BadTargetFile(path, key, f"its derivation reads {unknown[0]!r}, which the file does not have")
-    todo = {key: derivation_inputs(e) & set(derived) for key, e in derived.items()}
-    while todo:
-        ready = [key for key, needs in todo.items() if not needs & set(todo)]
-        if not ready:
-            raise BadTargetFile(path, sorted(todo)[0], f"its derivation is circular: {', '.join(sorted(todo))}")
-        for key in ready:
-            del todo[key]
+    circle = in_order(derived)[1]
+    if circle:
+        raise BadTargetFile(path, circle[0], f"its derivation is circular: {', '.join(circle)}")
     for key, expression in derived.items():
         try:
             value = evaluate(expression, target)
