@@ -241,6 +241,44 @@ def gpu_compare() -> str:
     )
 
 
+def _time(seconds: float) -> str:
+    return f"{_sig(seconds * 1e3)} ms" if seconds >= 1e-3 else f"{_sig(seconds * 1e6)} µs"
+
+
+def compare_paths() -> str:
+    """compare.csv (benchmarks/compare_paths.py): `landscape compare`'s defaults, one Llama-3.1-8B
+    layer's prefill (2048 tokens) and decode step on one target per family, both sides."""
+    rows = _rows("compare.csv")
+    by = {(r["phase"], r["target"], r["side"]): r for r in rows}
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+
+    def cell(phase, target, side):
+        r = by.get((phase, target, side))
+        return _time(float(r["time_s"])) if r else "refused"
+
+    def memory(phase, target):
+        found = [by[phase, target, side] for side in ("torch", "jax") if (phase, target, side) in by]
+        return " / ".join(f"{int(r['main_bytes']) / 1e9:.2f}" for r in found) + (
+            f" ({found[0]['main_memory']})" if found else ""
+        )
+
+    table = _table(
+        ["target", "prefill: torch", "prefill: jax", "decode: torch", "decode: jax", "prefill GB moved (torch / jax)"],
+        [
+            [
+                t,
+                cell("prefill", t, "torch"),
+                cell("prefill", t, "jax"),
+                cell("decode", t, "torch"),
+                cell("decode", t, "jax"),
+                memory("prefill", t),
+            ]
+            for t in targets
+        ],
+    )
+    return table + f"\n`landscape compare` with these defaults took {_sig(float(rows[0]['wall_s']), 2)} s here.\n"
+
+
 # What each fitted value of kernels.csv is, formula and all (hardware_models/calibration.py's doc).
 FIT_FORMULAS = {
     "fitted.hbm_efficiency": "STREAM triad bandwidth / HBM peak",
@@ -248,7 +286,8 @@ FIT_FORMULAS = {
     "fitted.gemm_efficiency": "busy time at efficiency 1 / (measured time − launch − gemm overhead)",
     "schedule.gemm_overhead_s": "measured 1024³ GEMM time − the model's time without it (H100, carried over)",
     "fitted.allreduce_bus_bytes_per_s": "NCCL all-reduce bus bandwidth, 8 GB on 8 GPUs",
-    "fitted.flash_attention_fraction": "FlashAttention-2's FLOP/s / dense bf16 peak (H100, carried over)",
+    "fitted.flash_attention_fraction": "FlashAttention-2's FLOP/s on the tiles it computes / dense bf16 peak "
+    "(causal row; H100, carried over)",
 }
 
 
@@ -361,6 +400,7 @@ BLOCKS = {
     "serving-accuracy": Block("serving_accuracy.csv", serving_accuracy),
     "predict": Block("predict.csv", predict),
     "gpu-compare": Block("gpu_compare.csv", gpu_compare),
+    "compare-paths": Block("compare.csv", compare_paths),
     "calibration-fits": Block("calibration_fits.csv", calibration_fits),
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
     "run-times": Block("run_times.csv", run_times),

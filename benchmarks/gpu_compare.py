@@ -42,10 +42,21 @@ def predict(row: dict) -> float:
     target = get_target(TARGETS[row["device"]])
     shapes = parse_shapes(row["shapes"])
     entry = row["entry"]
-    if entry == "sdpa":  # SDPA itself: the catalogue's (causal) attention, every head its own KV head
+    if entry == "sdpa":  # SDPA itself, causal or not as the row ran, every head its own KV head
         if "floor" in shapes:  # a graph of one tiny kernel: the target's launch overhead
             return target["schedule.launch_overhead_s"]
-        entry, shapes = "attention", {k: v for k, v in shapes.items() if k not in ("causal", "backend")}
+        from hardware_models.calibration import attention_module
+        from reference.dtypes import get_dtype
+
+        module = attention_module(
+            int(shapes["batch"]),
+            int(shapes["n_heads"]),
+            int(shapes["seq"]),
+            int(shapes["head_dim"]),
+            get_dtype(row["dtype"]).mlir,
+            causal=shapes.get("causal") == "1",
+        )
+        return estimate(module, target, entry).total.time_s
     return estimate(lower_named(entry, "torch", shapes, row["dtype"]).module, target, entry).total.time_s
 
 

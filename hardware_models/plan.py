@@ -230,6 +230,9 @@ class AttentionShape:
     never reaches main memory. `kv_heads_per_sequence` is what tensor parallelism splits
     (shard_tensor_parallel: `shards` = min(chips, KV heads) chips divide K and V); `kv` are the
     root values of K and V (a KV cache's buffers in decode); `stack` the kernel it stands for.
+    `causal_queries`: the new tokens per head of a causal mask found in the softmax (0: none), the
+    last of the kv_len positions; `computed_share` the share of the score square the kernel
+    computes (causal_share: it skips the key tiles the mask hides wholly; 1 when it does not).
     """
 
     query_rows: int
@@ -241,6 +244,8 @@ class AttentionShape:
     kv: tuple[str, ...]
     stack: str
     shards: int = 1
+    causal_queries: int = 0
+    computed_share: float = 1.0
 
     @property
     def score_elements(self) -> int:
@@ -250,8 +255,36 @@ class AttentionShape:
         return (
             f"{self.stack}: {self.query_rows:,} query rows against {self.kv_heads} KV heads x {self.kv_len:,} tokens, "
             f"head_dim {self.head_dim}, {self.dtype}; scores ({self.score_elements:,} elements) stay on chip"
+            + (
+                f"; causal: {self.computed_share:.1%} of the score tiles computed"
+                if self.causal_queries and self.computed_share < 1
+                else ""
+            )
             + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else "")
         )
+
+
+def causal_share(queries: int, keys: int, tile: tuple[int, int]) -> float:
+    """The share of a causal score square [queries, keys] a flash kernel computes when it skips
+    every key tile its mask hides wholly from a query tile. The queries are the last `queries` of
+    the `keys` positions (query i sees keys 0 .. keys - queries + i); tile = (query rows, keys)
+    per block. A block the diagonal crosses is computed whole (masked inside):
+
+        share = sum over query blocks b of rows_b x min(keys, ceil(seen_b / key tile) x key tile)
+                / (queries x keys),  seen_b = keys - queries + (b's last row) + 1
+
+    Worked number: queries = keys = 8192, tile (128, 64): block b sees (b + 1) x 128 keys, so
+    share = 128^2 x (64 x 65 / 2) / 8192^2 = 65 / 128 = 0.508. One query (decode) sees every key: 1.
+    """
+    if queries < 1 or keys < 1:
+        return 1.0
+    rows, columns = tile
+    computed = 0
+    for start in range(0, queries, rows):
+        last = min(queries, start + rows) - 1
+        seen = max(0, keys - queries + last + 1)
+        computed += (last - start + 1) * min(keys, ceil_div(seen, columns) * columns)
+    return computed / (queries * keys)
 
 
 @dataclass(frozen=True)

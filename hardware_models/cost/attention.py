@@ -13,9 +13,22 @@ from reference.ir import category
 from reference.ir.counters import contraction_flops
 
 
-def dot_flops(plan: Plan, group: Group) -> int:
-    """FLOPs of the kernel's two dots (what attention throughput figures count)."""
+def computed_share(plan: Plan, group: Group) -> float:
+    """The share of the score square the kernel computes, as fuse_attention decided it
+    (AttentionShape.computed_share: a causal kernel skips the key tiles its mask hides; 1 for a
+    kernel that computes them all). Its dots, softmax and exponentials all scale with it."""
+    shape = plan.attention.get(group.id)
+    return shape.computed_share if shape else 1.0
+
+
+def square_dot_flops(plan: Plan, group: Group) -> int:
+    """FLOPs of the kernel's two dots over the whole score square (what the IR counts)."""
     return sum(contraction_flops(plan.ops[i].op) for i in group.members if category(plan.ops[i].op) == "contraction")
+
+
+def dot_flops(plan: Plan, group: Group) -> float:
+    """FLOPs of the kernel's two dots over the score tiles it computes: the square's x computed_share."""
+    return square_dot_flops(plan, group) * computed_share(plan, group)
 
 
 def attention_chips(plan: Plan) -> int:

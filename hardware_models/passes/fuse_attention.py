@@ -16,6 +16,13 @@ The pattern, recognized on the IR of both sides (torch-mlir and JAX lower it dif
          GQA repeat; a multiply or divide by a constant: the softmax scale), each read only here
     O then through converts and transposes read only by the next op
 
+A causal mask (exactly one ordering compare of iota positions among the constants the softmax
+reads, shaped [.., queries, kv_len]: causal_queries) is recorded with the share of the score square
+the kernel computes (plan.causal_share, given the family's skip_tile: FlashAttention and the Pallas
+flash kernel skip every key block a query block cannot see; a family without a skip_tile, the
+CPU's ATen kernel, is costed on the whole square). Two compares (a sliding window's band) or a mask
+passed in as an argument: the whole square.
+
 The matched ops leave the groups fuse_elementwise made (a group left without its contraction
 becomes a fusion) and form one group of kind "attention", placed in program order; its shape is
 recorded in `plan.attention` (AttentionShape): query rows = the scores' elements / kv_len, where
@@ -36,6 +43,7 @@ from hardware_models.plan import (
     Placement,
     Plan,
     ValueGraph,
+    causal_share,
     ceil_div,
     gemm_shape,
     group_inputs,
@@ -51,24 +59,29 @@ from reference.units import plural
 # FlashAttention and the Pallas kernels do): a change of type or layout, the GQA repeat.
 LAYOUT_OPS = {"convert", "transpose", "reshape", "broadcast_in_dim", "broadcast", "copy", "folded_convert"}
 SCALE_OPS = {"multiply", "divide"}  # by a compile-time constant: the softmax scale
+ORDERINGS = ("LE", "LT", "GE", "GT")  # a compare that orders positions (a causal mask), not EQ/NE
 MAX_CHAIN = 400  # ops between the two dots beyond which the chain is not a softmax (compiler choice)
 
 
 class _Matcher:
-    def __init__(self, plan: Plan, graph: ValueGraph, grouped: set[int]):
-        self.plan, self.graph, self.grouped = plan, graph, grouped
+    def __init__(self, plan: Plan, graph: ValueGraph, grouped: set[int], skip_tile: tuple[int, int] | None):
+        self.plan, self.graph, self.grouped, self.skip_tile = plan, graph, grouped, skip_tile
         self.constant = constant_values(plan.ops)  # folded at compile time, as assign_groups folds them
 
     def _read_only_by(self, index: int, allowed: set[int]) -> bool:
         """Every reader of the op's results (through views) is in `allowed`, and none is a return."""
         return all(u in allowed for v in self.plan.ops[index].results for u in self.graph.users(v))
 
-    def softmax_chain(self, value: str, d2: int) -> tuple[set[int], int, int] | None:
-        """(the chain's ops, D1's index, kv_len) when `value` is a softmax of a dot's result, else None."""
-        ops, stack, d1, seen = set(), [value], set(), set()
+    def softmax_chain(self, value: str, d2: int) -> tuple[set[int], int, int, set[str]] | None:
+        """(the chain's ops, D1's index, kv_len, the compile-time constants it reads) when `value`
+        is a softmax of a dot's result, else None."""
+        ops, stack, d1, seen, constants = set(), [value], set(), set(), set()
         while stack:
             v = stack.pop()
-            if v in seen or v in self.constant:
+            if v in seen:
+                continue
+            if v in self.constant:
+                constants.add(v)
                 continue
             seen.add(v)
             index = self.graph.producer.get(v)
@@ -96,7 +109,34 @@ class _Matcher:
         extent = 1
         for d in reduce.attr("dimensions") or ():
             extent *= reduce.operand_types[0].shape[d]
-        return ops, d1_index, extent
+        return ops, d1_index, extent, constants
+
+    def causal_queries(self, constants: set[str], kv_len: int) -> int:
+        """The new tokens of a causal mask among the constants a softmax reads, else 0: exactly one
+        ordering compare (<=, <, >=, >) of positions computed from iotas, shaped [.., queries,
+        kv_len] (both sides' lowerings: JAX's `arange(s) <= arange(t) + s - t`, torch-mlir's
+        is_causal as `key - query <= 0`). Two or more (a sliding window's band) or none: 0, and
+        the kernel computes every tile."""
+        compares, stack, seen, iota = [], list(constants), set(), False
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            index = self.graph.producer.get(v)
+            if index is None:
+                if v in self.graph.alias:
+                    stack.append(self.graph.alias[v])
+                continue
+            op = self.plan.ops[index].op
+            if op.short_name == "compare" and op.attr("comparison_direction") in ORDERINGS:
+                compares.append(op)
+            iota = iota or op.short_name in ("iota", "dynamic_iota")
+            stack.extend(self.plan.ops[index].operands)
+        if len(compares) != 1 or not iota:
+            return 0
+        shape = compares[0].result_types[0].shape
+        return shape[-2] if len(shape) >= 2 and shape[-1] == kv_len and shape[-2] <= kv_len else 0
 
     def operand_chain(self, value: str, inside: set[int]) -> tuple[set[int], str]:
         """Layout, type and scale ops that lead to `value`, each read only inside the kernel, and
@@ -139,7 +179,7 @@ class _Matcher:
             found = self.softmax_chain(p2.operands[position], d2)
             if found is None:
                 continue
-            chain, d1, kv_len = found
+            chain, d1, kv_len, constants = found
             inside = chain | {d1, d2}
             v_ops, v_root = self.operand_chain(p2.operands[1 - position], inside)
             inside |= v_ops
@@ -158,7 +198,10 @@ class _Matcher:
             kv_total = max(1, v_type.elements // max(kv_len * head_dim, 1))
             batch = v_type.shape[0] if v_type.shape else 1
             per_sequence = kv_total // batch if batch and kv_total % batch == 0 else kv_total
+            causal = self.causal_queries(constants, kv_len)
             facts = dict(
+                causal_queries=causal,
+                computed_share=causal_share(causal, kv_len, self.skip_tile) if causal and self.skip_tile else 1.0,
                 query_rows=rows,
                 kv_heads=kv_total,
                 kv_heads_per_sequence=per_sequence,
@@ -171,11 +214,19 @@ class _Matcher:
         return None
 
 
-def fuse_attention(module: Module, plan: Plan, target: Target, stack: str = "FlashAttention-2") -> Plan:
-    """Form one "attention" group per match (see module doc); `stack` names the kernel it stands for."""
+def fuse_attention(
+    module: Module,
+    plan: Plan,
+    target: Target,
+    stack: str = "FlashAttention-2",
+    skip_tile: tuple[int, int] | None = None,
+) -> Plan:
+    """Form one "attention" group per match (see module doc); `stack` names the kernel it stands
+    for, `skip_tile` its (query rows, keys) block when it skips the blocks a causal mask hides
+    (None: it computes every block)."""
     graph = plan.value_graph()
     owner = {i: g.id for g in plan.groups for i in g.members}
-    matcher = _Matcher(plan, graph, set(owner))
+    matcher = _Matcher(plan, graph, set(owner), skip_tile)
     taken: set[int] = set()
     kernels: list[tuple[set[int], dict]] = []
     for p in plan.ops:

@@ -10,12 +10,14 @@ the way the work is (the cost model's groups: `attention` kernels apart from the
                           T tokens (batch 1); GEMMs, norms, the head and any all-reduce depend on the
                           tokens alone, whichever request they belong to (a decode graph of batch D
                           and a prefill of D tokens give the same dense time: tested)
-    prefill_attention(c)  the attention kernels of a prefill graph of c tokens, priced on its c x c
-                          scores (the model prices the full score square); a chunk of c tokens with
-                          k tokens before it computes c x (k + c) scores, so it costs what a prefill
-                          of as many scores does: prefill_attention at c^2 = c x (k + c). (Scaling
-                          the chunk's own time by (k + c) / c instead multiplies its fixed part,
-                          the launches, too: a 3-token chunk after 8,189 cost 275 ms on the h200.)
+    prefill_attention(c)  the attention kernels of a prefill graph of c tokens, priced on the scores
+                          they compute: c^2 x share(c), where share is the plan's computed_share (a
+                          causal flash kernel skips the tiles its mask hides: about 1/2 of a long
+                          prompt's square; 1 where the kernel computes them all); a chunk of c
+                          tokens with k tokens before it computes c x k + c^2 x share(c) scores (it
+                          sees all k), so it costs what a prefill of as many computed scores does.
+                          (Scaling the chunk's own time by (k + c) / c instead multiplies its fixed
+                          part, the launches, too: a 3-token chunk after 8,189 cost 275 ms on the h200.)
     a(D) + b(D) x S       the attention kernels of decode graphs of batch D: affine in the cached
                           tokens S = D x L (each request reads its own cache), a and b from two
                           cache lengths at each grid D, linear in D between grid points
@@ -24,7 +26,7 @@ The grids: dense and prefill attention at T = 1, 4, 16, 64, 96, then powers of t
 points halfway between them (128, 192, 256, 384 ...) up to the largest step, plus the prompt lengths given (so one request's prefill is costed exactly);
 decode graphs at D = 1, 8, 64, 512 ... up to the batch cap, each at two cache lengths within the
 cache's capacity. Between grid points dense and a, b are linear in their argument, prefill
-attention linear in c^2 (exact for fixed + quadratic); past the last point, the last segment's
+attention linear in the computed scores (exact for fixed + quadratic) and the share linear in c; past the last point, the last segment's
 line. Off the grid a GEMM's tiles make dense(T) a staircase (on a GPU, 128-row tiles: 700 tokens
 run as 768), which the line cuts: up to about 10% between grid points on the h100, under 3% for
 decode steps (tests/landscape/test_serve_cli.py holds both to direct costing).
@@ -82,7 +84,7 @@ class StepCosts:
     """The costed grid of one model on one target and chip count (see module doc)."""
 
     dense: tuple[tuple[int, float], ...]  # (tokens, seconds)
-    prefill_attention: tuple[tuple[int, float], ...]  # (chunk tokens, seconds)
+    prefill_attention: tuple[tuple[int, float, float], ...]  # (chunk tokens, seconds, computed share)
     decode_attention: tuple[tuple[int, float, float], ...]  # (requests D, a seconds, b seconds per cached token)
     chips: int
 
@@ -90,8 +92,9 @@ class StepCosts:
         return max(0.0, _line(self.dense, tokens))
 
     def prefill_attention_s(self, chunk: int, before: int = 0) -> float:
-        square = [(c * c, t) for c, t in self.prefill_attention]
-        return max(0.0, _line(square, chunk * (before + chunk)))
+        computed = [(c * c * share, t) for c, t, share in self.prefill_attention]
+        share = min(1.0, max(0.0, _line([(c, share) for c, _, share in self.prefill_attention], chunk)))
+        return max(0.0, _line(computed, chunk * before + chunk * chunk * share))
 
     def decode_attention_s(self, requests: int, cached: int) -> float:
         if not requests:
@@ -116,17 +119,19 @@ class StepCosts:
         return {
             "chips": self.chips,
             "dense": [{"tokens": n, "s": t} for n, t in self.dense],
-            "prefill_attention": [{"tokens": n, "s": t} for n, t in self.prefill_attention],
+            "prefill_attention": [{"tokens": n, "s": t, "computed_share": f} for n, t, f in self.prefill_attention],
             "decode_attention": [{"requests": d, "a_s": a, "b_s_per_token": b} for d, a, b in self.decode_attention],
         }
 
 
-def split_attention(module: Module, target: Target, chips: int | None) -> tuple[float, float, int]:
-    """(seconds outside attention kernels, seconds in them, chips used) of one graph."""
+def split_attention(module: Module, target: Target, chips: int | None) -> tuple[float, float, int, float]:
+    """(seconds outside attention kernels, seconds in them, chips used, the share of the scores
+    they compute: the first kernel's AttentionShape.computed_share, 1 without one) of one graph."""
     plan = compile_plan(module, target, chips=chips)
     est = estimate(module, target, "", plan)
     attention = sum(g.cost.time_s * g.repeats for g in est.groups if g.kind == "attention")
-    return est.total.time_s - attention, attention, plan.partition.chips if plan.partition else 1
+    share = next((shape.computed_share for shape in plan.attention.values()), 1.0)
+    return est.total.time_s - attention, attention, plan.partition.chips if plan.partition else 1, share
 
 
 def build_step_costs(
@@ -147,10 +152,10 @@ def build_step_costs(
     for tokens in token_grid(largest_step, prompts):
         batch = -(-tokens // max_positions)
         seq = -(-tokens // batch)
-        rest, attention, _ = split_attention(lower({"batch": batch, "seq": seq}), target, chips)
+        rest, attention, _, share = split_attention(lower({"batch": batch, "seq": seq}), target, chips)
         dense.append((batch * seq, rest))
         if batch == 1:
-            prefill.append((seq, attention))
+            prefill.append((seq, attention, share))
     decode = []
     for requests in batch_grid(max_batch):
         high = min(longest, max_positions, cache_tokens // (2 * requests))

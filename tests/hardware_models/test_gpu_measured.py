@@ -35,10 +35,12 @@ def test_large_and_decode_shaped_gemms_on_an_h200_come_within_20_percent_of_the_
 
 
 @pytest.mark.torch
-def test_non_causal_flash_attention_on_an_h200_matches_g36s_fit_causal_runs_faster_than_modelled():
-    """G36's fraction (fitted on an H100's published FA2 figure) predicts our non-causal FA2 runs
-    within 10%; a causal kernel skips the blocks above the diagonal, which the model does not
-    cost (it prices the full square): the causal rows ran in 0.55-0.65x the non-causal ones."""
+def test_flash_attention_on_an_h200_causal_or_not_lands_near_g36s_fit():
+    """G36's fraction (fitted on an H100's published causal FA2 figure, on the tiles the kernel
+    computes) predicts our FA2 runs on an H200 within 10% without a mask and within 20% with one:
+    a causal kernel skips the key blocks past the diagonal (65/128 of the square computed at 8192
+    tokens, 33/64 at 4096), and ran in 0.55-0.65x the unmasked time, a little slower than its
+    computed share (the diagonal blocks are masked inside), which the model leaves out."""
     from benchmarks.gpu_compare import predict
 
     flash = _rows(lambda r: r["entry"] == "sdpa" and _shapes(r).get("backend") == "flash")
@@ -47,7 +49,8 @@ def test_non_causal_flash_attention_on_an_h200_matches_g36s_fit_causal_runs_fast
     assert len(full) == 2 and full.keys() == causal.keys()
     for key, row in full.items():
         assert predict(row) / float(row["median_s"]) == pytest.approx(1.0, abs=0.10), key
-        assert 0.5 < float(causal[key]["median_s"]) / float(row["median_s"]) < 0.7, key
+        assert predict(causal[key]) / float(causal[key]["median_s"]) == pytest.approx(1.0, abs=0.20), key
+        assert 0.5 < predict(causal[key]) / predict(row) < float(causal[key]["median_s"]) / float(row["median_s"]) < 0.7
 
 
 HEADER = "entry,shapes,dtype,mode,median_s,iqr_s,calls,device,note\n"

@@ -16,7 +16,7 @@ from reference.errors import InvalidShape, MalformedInput
 # attention: a prompt chunk c costs 1e-8 x c^2 s, a decode 1 us + 40 ns a cached token.
 COSTS = StepCosts(
     dense=((1, 0.005), (256, 0.005), (8192, 0.16)),
-    prefill_attention=((1, 1e-8), (8192, 0.67)),
+    prefill_attention=((1, 1e-8, 1.0), (8192, 0.67, 1.0)),
     decode_attention=((1, 1e-6, 4e-8), (256, 1e-6, 4e-8)),
     chips=1,
 )
@@ -71,7 +71,7 @@ def test_a_chunk_after_a_long_context_pays_its_scores_and_the_launches_once():
     # scores, 0.1 ms + 0.25 ms, not its own time (~0.1 ms) scaled by 8,192 / 3 (the 275 ms it once cost)
     costs = StepCosts(
         dense=((1, 0.005), (8192, 0.16)),
-        prefill_attention=((1, 1e-4 + 1e-8), (8192, 1e-4 + 1e-8 * 8192**2)),
+        prefill_attention=((1, 1e-4 + 1e-8, 1.0), (8192, 1e-4 + 1e-8 * 8192**2, 1.0)),
         decode_attention=((1, 1e-6, 4e-8),),
         chips=1,
     )
@@ -82,6 +82,21 @@ def test_a_chunk_after_a_long_context_pays_its_scores_and_the_launches_once():
     assert halves == pytest.approx(
         2e-4 + 1e-8 * (4096**2 + 4096 * 8192), rel=1e-6
     ) and halves < costs.prefill_attention_s(8192)
+
+
+def test_a_causal_kernel_chunk_pays_the_keys_before_it_whole_and_its_own_square_by_share():
+    # a kernel computing half of each square (share 0.5, 1e-8 s a computed score): a prompt of 8192
+    # costs 0.5 x 8192^2 scores; a chunk of 4096 after 4096 sees those 4096 keys whole (4096 x 4096)
+    # and half its own square, so the two halves of a prompt cost what the whole prompt does
+    costs = StepCosts(
+        dense=((1, 0.005), (8192, 0.16)),
+        prefill_attention=((1, 1e-8, 1.0), (4096, 1e-8 * 0.5 * 4096**2, 0.5), (8192, 1e-8 * 0.5 * 8192**2, 0.5)),
+        decode_attention=((1, 1e-6, 4e-8),),
+        chips=1,
+    )
+    assert costs.prefill_attention_s(4096, 4096) == pytest.approx(1e-8 * (4096**2 + 0.5 * 4096**2), rel=1e-6)
+    halves = costs.prefill_attention_s(4096) + costs.prefill_attention_s(4096, 4096)
+    assert halves == pytest.approx(costs.prefill_attention_s(8192), rel=1e-6)
 
 
 def test_one_request_alone_is_its_prefill_then_its_decode_steps():

@@ -125,7 +125,7 @@ def test_the_step_grid_matches_direct_costing_off_its_points():
         ({"batch": 40, "seq": 2000, "mode": "decode"}, [], 40, 80000, 0.03),
         ({"batch": 3, "seq": 1, "mode": "decode"}, [], 3, 3, 0.03),
     ):
-        rest, attention, _ = split_attention(lower(shapes), target, 1)
+        rest, attention, _, _ = split_attention(lower(shapes), target, 1)
         assert placed.costs.step_s(chunks, decodes, cached) == pytest.approx(rest + attention, rel=within), shapes
 
 

@@ -42,6 +42,9 @@ from hardware_models.target import Target
 # "larger compute tiles (up to 256x256 on MI300X/MI325X)", rocm-blogs measuring-max-achievable-
 # flops-part2); each shrinks for a skinny operand to whole MFMAs.
 HIPBLASLT_TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+# A compiler choice: Composable Kernel's FMHA forward block for head_dim 128 (128 query rows x 128
+# keys); a causal mask's hidden blocks are skipped, as FlashAttention's are.
+CK_FMHA_TILE = (128, 128)
 
 
 def cdna_view(target: Target) -> Simt:
@@ -97,7 +100,7 @@ CDNA = register(
         compilers=(
             Compiler(
                 "inductor",
-                pipeline=simt_pipeline("FlashAttention-2 (ROCm, Composable Kernel)"),
+                pipeline=simt_pipeline("FlashAttention-2 (ROCm, Composable Kernel)", CK_FMHA_TILE),
                 group_cost=gpu_group_cost,
                 stack="ROCm: Inductor's Triton kernels for elementwise ops and reductions, GEMMs to hipBLASLt (tile "
                 "and split-K chosen by cost), attention to ROCm's FlashAttention-2 (Composable Kernel)",

@@ -66,6 +66,10 @@ CANDIDATE_TILES = ((128, 256), (256, 128), (128, 128), (128, 64), (64, 128), (64
 SPLIT_K = (1, 2, 4, 8, 16)
 MIN_K_SLICE = 256
 PARTIAL_BYTES = 4  # split-K partials are the f32 accumulators (hardware: the MMA accumulates in f32)
+# A compiler choice: FlashAttention-2's forward block for head_dim 128 on sm80/sm90, 128 query rows
+# x 64 keys (flash_fwd_launch_template.h, run_mha_fwd_hdim128); a causal kernel skips the key
+# blocks past a query block's last row (FA2 paper, section 3.1.1).
+FLASH_TILE = (128, 64)
 
 
 def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: int, tk: int, split: int) -> Tiling:
@@ -144,16 +148,17 @@ def gpu_ceilings(target: Target) -> tuple[dict[str, float], dict[str, float]]:
     )
 
 
-def simt_pipeline(attention: str) -> tuple:
+def simt_pipeline(attention: str, skip_tile: tuple[int, int]) -> tuple:
     """The Inductor-like pipeline of a SIMT GPU; `attention` names the fused attention kernel its
-    stack calls (FlashAttention-2 here; AMD's families/cdna/ names ROCm's)."""
+    stack calls (FlashAttention-2 here; AMD's families/cdna/ names ROCm's), `skip_tile` that
+    kernel's (query rows, keys) block, the unit in which it skips what a causal mask hides."""
     return (
         resolve_dtypes,  # first because every later pass reads the types it decides (a type it lacks is emulated or refused)
         fold_upcasts,  # after resolve_dtypes because it narrows to checked types only; cuBLAS takes bf16 operands, f32 accumulation
         assign_groups,  # after fold_upcasts because a folded convert forms no kernel
         partial(fuse_elementwise, rules=INDUCTOR),  # after assign_groups because it merges its groups
         partial(
-            fuse_attention, stack=attention
+            fuse_attention, stack=attention, skip_tile=skip_tile
         ),  # after fuse_elementwise because it takes the dots and softmax out of the kernels it made: FlashAttention-2 (SDPA, vLLM, TensorRT-LLM fuse attention), scores never in HBM
         shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
         pad_to_tiles,  # after fusion because only contraction groups are tiled, once
@@ -184,7 +189,7 @@ GPU = register(
         compilers=(
             Compiler(
                 "inductor",
-                pipeline=simt_pipeline("FlashAttention-2"),
+                pipeline=simt_pipeline("FlashAttention-2", FLASH_TILE),
                 group_cost=gpu_group_cost,
                 stack="Inductor-like: elementwise ops and reductions fused into generated kernels, GEMMs to a cuBLAS-like library (tile and split-K chosen by cost), attention to FlashAttention-2",
             ),

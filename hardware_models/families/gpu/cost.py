@@ -104,19 +104,26 @@ def gpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     """The fused attention kernel on a GPU (cost/attention.py holds what the families share).
 
     GPU (FlashAttention-2, what PyTorch's SDPA and vLLM run on Ampere and Hopper):
-        compute_s = dot FLOPs / chips / (tensor peak of the dtype * fitted.flash_attention_fraction)
+        compute_s = computed dot FLOPs / chips / (tensor peak of the dtype * fitted.flash_attention_fraction)
         memory_s  = HBM bytes / (HBM bandwidth * hbm_efficiency)
         time_s    = max(compute_s, memory_s) + launch_overhead
-      fitted.flash_attention_fraction (the GPU target files, F G36) is fitted: the achieved throughput of kernels.csv row G36 (H100,
-      FlashAttention-2, head_dim 128, batch 2, seq 8192: 327.9 TFLOP/s, FLOPs counted as the two
-      dots', 4 * batch * heads * seq^2 * head_dim, as FlashAttention's benchmarks count them) over
-      the H100's dense bf16 peak (989 TFLOP/s, h100.toml): 0.3315. It holds the softmax's cost
-      (exp on the SFUs, max and sum on the CUDA cores, not overlapped with the MMAs in FA2) and
-      FA2's use of Ampere's mma.sync on Hopper. Checked on G36's H200 figure (329.3 TFLOP/s), which
-      it was not fitted on (tests/hardware_models/passes/test_fuse_attention.py).
+      computed dot FLOPs = the two dots' over the whole square x the plan's computed_share (a
+      causal kernel skips the key blocks its mask hides: cost/attention.dot_flops).
+      fitted.flash_attention_fraction (the GPU target files, F G36) is fitted on kernels.csv row G36
+      (H100, FlashAttention-2's benchmark, causal, head_dim 128, batch 2, seq 8192: 327.9 TFLOP/s,
+      the Azure guide's fwd + bwd figure, FLOPs counted as FlashAttention's benchmark counts them,
+      4 * batch * heads * seq^2 * head_dim / 2 for causal): the rate on the FLOPs the kernel
+      computes (65/128 of the square in 128 x 64 blocks, not 1/2) over the H100's dense bf16 peak
+      (989 TFLOP/s, h100.toml): 327.9 x (65/128) / (1/2) / 989 = 0.3367 (calibration.flash_fraction).
+      The fwd + bwd figure stands for the forward's rate (the backward's extra dot and
+      recomputation run slower, so it is a lower bound on it). It holds the softmax's cost (exp on
+      the SFUs, max and sum on the CUDA cores, not overlapped with the MMAs in FA2) and FA2's use of
+      Ampere's mma.sync on Hopper. Checked on G36's H200 figure (329.3 TFLOP/s), which it was not
+      fitted on (tests/hardware_models/passes/test_fuse_attention.py).
       Worked number: G36's workload (16 heads of 128, the FlashAttention benchmark's 2048 wide) is
-      4 * 2 * 16 * 8192^2 * 128 = 1.10 TFLOP: 1.10e12 / (989e12 * 0.3315) = 3.35 ms, compute-bound
-      (its Q, K, V and O, 4 * 2 * 8192 * 2048 * 2 B = 268 MB, take 0.09 ms at 3.35 TB/s * 0.887).
+      4 * 2 * 16 * 8192^2 * 128 = 1.10 TFLOP over the square, 0.558 TFLOP computed:
+      0.558e12 / (989e12 * 0.3367) = 1.68 ms, compute-bound (its Q, K, V and O,
+      4 * 2 * 8192 * 2048 * 2 B = 268 MB, take 0.09 ms at 3.35 TB/s * 0.887).
     """
     shape = plan.attention[group.id]
     placement = plan.placements[group.id]

@@ -40,6 +40,10 @@ from reference.ir.graph import element_bytes
 # A compiler choice, not a hardware limit: the k depth of the A and B panels XLA stages in VMEM
 # for a GEMM too big for it.
 BLOCK_K = 512
+# A compiler choice: the Pallas flash-attention kernel's default blocks (BlockSizes block_q = 128,
+# block_k = 128, jax.experimental.pallas.ops.tpu.flash_attention); with causal=True it skips the
+# key blocks a query block cannot see.
+PALLAS_FLASH_TILE = (128, 128)
 
 
 def tpu_tiling(shape: GemmShape, target: Target, out_bytes: int) -> Tiling:
@@ -114,7 +118,7 @@ TPU = register(
                     assign_groups,  # after fold_upcasts because a folded convert forms no kernel
                     partial(fuse_elementwise, rules=XLA_TPU),  # XLA fuses epilogues into the MXU fusion
                     partial(
-                        fuse_attention, stack="Pallas flash attention"
+                        fuse_attention, stack="Pallas flash attention", skip_tile=PALLAS_FLASH_TILE
                     ),  # after fuse_elementwise because it takes the dots and softmax out of the fusions it made: the Pallas flash-attention kernel (JetStream, MaxText), tiled through VMEM
                     shard_tensor_parallel,  # before pad_to_tiles because a chip tiles only its share of the columns
                     pad_to_tiles,  # after fusion because only contraction groups are tiled, once

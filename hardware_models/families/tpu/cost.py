@@ -25,7 +25,7 @@ Worked number (v5e, bf16, m = n = k = 8192): 64 x 64 = 4096 folds over 4 MXUs, 1
 
 from __future__ import annotations
 
-from hardware_models.cost.attention import attention_chips, dot_flops
+from hardware_models.cost.attention import attention_chips, computed_share, square_dot_flops
 from hardware_models.cost.model import Cost, roofline_cost
 from hardware_models.plan import Group, Plan, group_work, shard_factor
 from hardware_models.target import Target
@@ -51,8 +51,10 @@ def tpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
 
     TPU (the Pallas flash-attention kernel, tiled through VMEM; no TPU rows in kernels.csv, so
     nothing is fitted and the efficiencies are the target's, 1 unless fitted):
-        mxu_s     = dot FLOPs / chips / MXU peak
-        vector_s  = (other FLOPs / VPU rate + transcendentals / transcendental rate) / chips
+        mxu_s     = dot FLOPs x share / chips / MXU peak
+        vector_s  = (other FLOPs / VPU rate + transcendentals / transcendental rate) x share / chips
+                    (share: the score tiles the kernel computes, cost/attention.computed_share;
+                    a causal kernel skips the blocks its mask hides)
         compute_s = max(mxu_s, vector_s)      (the VLIW bundles issue MXU and VPU work together)
         memory_s  = {HBM: Q, K, V, O; VMEM: that plus the f32 score tile written and read once}
         time_s    = max(compute_s, memory_s) + launch_overhead
@@ -61,10 +63,12 @@ def tpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target)
     placement = plan.placements[group.id]
     work = group_work(plan, module, group)
     chips = attention_chips(plan)
-    dots = dot_flops(plan, group)
+    square, share = square_dot_flops(plan, group), computed_share(plan, group)
     eff = target.get("fitted.gemm_efficiency", 1.0)
-    mxu_s = dots / chips / (mxu_peak(target, shape.dtype) * eff)
-    vector_s = ((work.flops - dots) / vpu_rate(target) + work.transcendentals / transcendental_rate(target)) / chips
+    mxu_s = square * share / chips / (mxu_peak(target, shape.dtype) * eff)
+    vector_s = (
+        ((work.flops - square) / vpu_rate(target) + work.transcendentals / transcendental_rate(target)) * share / chips
+    )
     hbm_eff = target.get("fitted.hbm_efficiency", 1.0)
     memory_s = {
         level.name: placement.at(level.name)
