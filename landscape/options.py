@@ -158,7 +158,28 @@ def load_target(name: str, settings: tuple[str, ...] = ()):
         import click
 
         click.echo(note, err=True)
-    return target.with_overrides(overrides) if overrides else target
+    if not overrides:
+        return target
+    changed = target.with_overrides(overrides)
+    for line in derived_set_notes(target, overrides):
+        import click
+
+        click.echo(line, err=True)
+    return changed
+
+
+def derived_set_notes(target, overrides: dict[str, float]) -> list[str]:
+    """A line for each --set key the target file derives from others (a D quantity): the value
+    given replaces the derivation, and the keys it follows from keep theirs."""
+    lines = []
+    for key in overrides:
+        q = target.quantities.get(key)
+        if q is not None and q.derivation:
+            lines.append(
+                f"note: --set {key} replaces a derived quantity ({key} = {q.derivation} in {target.name}'s file); "
+                "the keys it follows from keep their values"
+            )
+    return lines
 
 
 def parse_target_list(text: str) -> list[str]:

@@ -152,6 +152,17 @@ def test_a_set_recomputes_what_is_derived_from_it_and_keeps_what_the_user_set():
         spyre.with_overrides({"levels.lx.bytes": 1000})
 
 
+def test_a_set_of_a_derived_key_says_its_derivation_is_replaced_and_a_plain_key_says_nothing():
+    """The user's value wins over the file's formula; they are told which formula it replaced."""
+    from landscape.options import derived_set_notes
+
+    h100 = get_target("h100")
+    (line,) = derived_set_notes(h100, {"peak.bf16_flop_per_s": 1e15, "chip.clock_hz": 1.2e9})
+    assert "--set peak.bf16_flop_per_s replaces a derived quantity" in line
+    assert "chip.sm_count * chip.clock_hz * 4096" in line
+    assert derived_set_notes(h100, {"chip.clock_hz": 1.2e9}) == []
+
+
 def test_a_simt_file_that_runs_fp8_natively_without_an_fp8_peak_is_refused_as_it_loads(tmp_path):
     """Its fp8 contractions would otherwise run, unsaid, on the FP32 lanes."""
     from hardware_models.target import load_target_file
