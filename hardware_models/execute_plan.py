@@ -34,10 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hardware_models.families.lpu.allocate_sram import sram_slots
-from hardware_models.families.lpu.plan import LpuState
-from hardware_models.families.spyre.plan import SpyreState
-from hardware_models.plan import Plan, ceil_div
+from hardware_models.plan import Plan, ceil_div, state_of
 from hardware_models.target import Target
 from reference.ir import Module, Op
 from reference.ir.interpret import Interpreter, as_type, numpy_type
@@ -143,14 +140,9 @@ class Execution:
 
     # -- R5: padded layouts
     def unit(self, value: str, shape: tuple[int, ...]) -> tuple[int, int] | None:
-        """(elements per stick or vector, the dimension it runs along) of a value, or None."""
-        layout = SpyreState.of(self.plan).layouts.get(value)
-        if layout is not None and layout.shape:
-            return layout.elements_per_stick, layout.stick_dim
-        lanes = self.target.get("chip.vector_lanes")
-        if lanes and self.plan.schedule and shape:
-            return int(lanes), len(shape) - 1
-        return None
+        """(elements per stick or vector, the dimension it runs along) of a value, or None: the
+        family's state says (FamilyState.padded_unit)."""
+        return state_of(self.plan).padded_unit(self.plan, self.target, value, shape)
 
     def layout(self, key: str, op: Op, index: int, value: np.ndarray) -> np.ndarray:
         planned = self.planned.get(key)
@@ -256,9 +248,7 @@ class Execution:
         return moved
 
     def _sram_setup(self):
-        self.slots = dict(LpuState.of(self.plan).sram)
-        if "free-at-first-use" in self.faults and self.slots:
-            self.slots, _ = sram_slots(self.plan, freed_at=min)
+        self.slots = state_of(self.plan).executor_sram(self.plan, "free-at-first-use" in self.faults)
         self.start = {}  # qualified value -> cycle its reader or producer runs at
         self.writes: dict[str, list[tuple[int, int, int, bytes]]] = {}  # timeline -> (cycle, order, offset, bytes)
         self.early = None

@@ -293,7 +293,9 @@ class FamilyState:
     Spyre's stick layouts, re-layouts, dataflow and work division (families/spyre/plan.py), the
     LPU's SRAM (families/lpu/plan.py), the wafer's regions (families/wafer/plan.py). A family's
     package subclasses it, with empty defaults; a plan holds at most one, and `render_group`
-    adds its lines to the plan's text, `problems` its invariants to verify_plan's."""
+    adds its lines to the plan's text, `problems` its invariants to verify_plan's, `padded_unit`
+    and `executor_sram` what execute_plan's rungs R5 and R6 need of it (`state_of` gives the
+    plan's state, or this base one: nothing to add)."""
 
     @classmethod
     def of(cls, plan: Plan):
@@ -307,6 +309,22 @@ class FamilyState:
         """The invariants of this state that the plan breaks, each a line (verify_plan checks
         them after every pass, beside the ones every plan keeps); none by default."""
         return ()
+
+    def padded_unit(self, plan: Plan, target, value: str, shape: tuple[int, ...]) -> tuple[int, int] | None:
+        """(elements per stick or vector, the dimension it runs along) of a value the family lays
+        out padded to whole units (Spyre's sticks, the LPU's vectors), or None: none here."""
+        return None
+
+    def executor_sram(self, plan: Plan, free_at_first_use: bool = False) -> dict:
+        """value -> the SRAM slot (its timeline, offset, size, written and freed cycles) where the
+        family's compiler placed it, for execute_plan to write and read; none here.
+        `free_at_first_use`: the debugger's planted fault (each value freed at its first reader)."""
+        return {}
+
+
+def state_of(plan: Plan) -> FamilyState:
+    """The plan's family state, or the base one (a family without one, or a plan before its passes)."""
+    return plan.state if isinstance(plan.state, FamilyState) else FamilyState()
 
 
 @dataclass(frozen=True)

@@ -20,67 +20,17 @@ where the two exceed it: partition_chips sizes the chip count by the arguments a
 
 from __future__ import annotations
 
-from hardware_models.families.lpu.plan import LpuState, SramSlot
-from hardware_models.plan import Plan, group_outputs
+from hardware_models.families.lpu.plan import LpuState, first_fit, sram_slots  # noqa: F401 (first_fit re-exported)
+from hardware_models.plan import Plan
 from hardware_models.target import Target
 from reference.ir import Module
 from reference.units import format_bytes
 
 
-def first_fit(live: list[tuple[int, int]], size: int) -> int:
-    """The lowest offset where `size` bytes fit between the live (offset, size) slots."""
-    offset = 0
-    for start, length in sorted(live):
-        if offset + size <= start:
-            return offset
-        offset = max(offset, start + length)
-    return offset
-
-
-def sram_slots(plan: Plan, freed_at=max) -> tuple[dict[str, SramSlot], int]:
-    """(value -> its slot, peak bytes): each value live from its producer's start until its readers
-    finish, combined by `freed_at` (max: the last reader; the debugger's planted fault passes min,
-    a buffer freed at its first use)."""
-    graph = plan.value_graph()
-    owner = {i: g.id for g in plan.groups for i in g.members}
-    requests: dict[str, list[tuple[int, int, str, int]]] = {}  # timeline -> (written, order, value, size)
-    ends: dict[str, int] = {}
-    for g in plan.groups:
-        slot = plan.schedule.get(g.id)
-        if slot is None:
-            continue
-        timeline = plan.timeline(g.instance)
-        ends[timeline] = max(ends.get(timeline, 0), slot.finish)
-        for value in group_outputs(plan, graph, g):
-            requests.setdefault(timeline, []).append(
-                (slot.start, len(requests.get(timeline, ())), value, graph.nbytes(value))
-            )
-    sram: dict[str, SramSlot] = {}
-    peak = 0
-    for timeline, wanted in requests.items():
-        live: list[tuple[int, int, int]] = []  # (offset, size, freed)
-        for written, _, value, size in sorted(wanted):
-            freed = None
-            for user in graph.users(value):
-                reader = plan.schedule.get(owner.get(user, -1))
-                if user < 0 or reader is None or plan.timeline(plan.groups[owner[user]].instance) != timeline:
-                    end = ends[timeline]  # returned, or read on another timeline: live to the end
-                else:
-                    end = reader.finish
-                freed = end if freed is None else freed_at(freed, end)
-            freed = written if freed is None else freed
-            live = [entry for entry in live if entry[2] > written]  # space whose value has died is free
-            offset = first_fit([(o, s) for o, s, _ in live], size)
-            live.append((offset, size, freed))
-            sram[value] = SramSlot(timeline, offset, size, written, freed)
-            peak = max(peak, offset + size)
-    return sram, peak
-
-
 def allocate_sram(module: Module, plan: Plan, target: Target) -> Plan:
     sram, peak = sram_slots(plan)
     if not sram:
-        return plan
+        return plan.with_state(LpuState)  # nothing computed to place; the plan is still the LPU's
     p = plan.partition
     arguments = p.needed_bytes // max(1, p.chips) if p else 0
     usable = target.usable_main_memory_bytes

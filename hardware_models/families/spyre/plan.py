@@ -123,6 +123,11 @@ class SpyreState(FamilyState):
             if not (-1 <= e.producer < groups and 0 <= e.consumer < groups):
                 yield f"the edge {e.value} joins g{e.producer} to g{e.consumer}, and the plan has {groups} groups"
 
+    def padded_unit(self, plan: Plan, target, value: str, shape: tuple[int, ...]) -> tuple[int, int] | None:
+        """A value with a stick layout (stickify) lies in 128-byte sticks along its stick dimension."""
+        layout = self.layouts.get(value)
+        return (layout.elements_per_stick, layout.stick_dim) if layout is not None and layout.shape else None
+
     def render_group(self, plan: Plan, group: Group) -> list[str]:
         lines = []
         d = self.divisions.get(group.id)
