@@ -79,6 +79,9 @@ class Attention(nnx.Module):
         self.k_proj = linear(d, cfg.n_kv_heads * h, qkv_bias, dtype, rngs)
         self.v_proj = linear(d, cfg.n_kv_heads * h, qkv_bias, dtype, rngs)
         self.o_proj = linear(cfg.n_heads * h, d, cfg.style == "gpt2", dtype, rngs)
+        if cfg.qk_norm:  # Qwen3: each head's query and key RMS-normalized over head_dim, before RoPE
+            kw = dict(epsilon=cfg.norm_eps, dtype=dtype, param_dtype=dtype, rngs=rngs)
+            self.q_norm, self.k_norm = nnx.RMSNorm(h, **kw), nnx.RMSNorm(h, **kw)
         self.cfg = cfg  # static: the RoPE constants are computed at trace time, not stored as state
 
     def __call__(self, x_btd, k_cache=None, v_cache=None):
@@ -93,6 +96,9 @@ class Attention(nnx.Module):
             k = self.k_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)  # [B, K, T, H]
         with jax.named_scope("v_proj"):
             v = self.v_proj(x_btd).reshape(b, t, self.n_kv_heads, self.head_dim).transpose(0, 2, 1, 3)
+        if self.cfg.qk_norm:
+            with jax.named_scope("qk_norm"):
+                q, k = self.q_norm(q), self.k_norm(k)
         if self.cfg.uses_rope:
             inv_freq = rope_frequencies(self.head_dim, self.cfg.rope_theta, self.cfg.rope_scaling)
             q, k = apply_rope(q, inv_freq, past), apply_rope(k, inv_freq, past)

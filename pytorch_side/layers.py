@@ -52,6 +52,10 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(d, cfg.n_kv_heads * h, bias=qkv_bias, dtype=dtype)
         self.o_proj = nn.Linear(cfg.n_heads * h, d, bias=cfg.style == "gpt2", dtype=dtype)
         self.rotary = Rotary(h, cfg.rope_theta, cfg.rope_scaling) if cfg.uses_rope else None
+        if cfg.qk_norm:  # Qwen3: each head's query and key RMS-normalized over head_dim, before RoPE
+            self.q_norm = nn.RMSNorm(h, eps=cfg.norm_eps, dtype=dtype)
+            self.k_norm = nn.RMSNorm(h, eps=cfg.norm_eps, dtype=dtype)
+        self.qk_norm = cfg.qk_norm
 
     def forward(self, x_btd, k_cache=None, v_cache=None):
         """k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
@@ -63,6 +67,8 @@ class Attention(nn.Module):
         q = self.q_proj(x_btd).view(b, t, self.n_heads, self.head_dim).transpose(1, 2)  # [B, N, T, H]
         k = self.k_proj(x_btd).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)  # [B, K, T, H]
         v = self.v_proj(x_btd).view(b, t, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
         if self.rotary is not None:
             q, k = self.rotary(q, past), self.rotary(k, past)
         if k_cache is not None:

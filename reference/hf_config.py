@@ -1,13 +1,14 @@
 """A Hugging Face `config.json` as one of our model configs (reference/models.py ModelConfig).
 
 Supported `model_type`s and what each field becomes:
-    llama, mistral, qwen2, mixtral (style "llama": RMSNorm, GQA with RoPE, SwiGLU)
+    llama, mistral, qwen2, qwen3, mixtral (style "llama": RMSNorm, GQA with RoPE, SwiGLU)
         hidden_size -> d_model, num_hidden_layers -> n_layers, num_attention_heads -> n_heads,
         num_key_value_heads -> n_kv_heads (default: n_heads), intermediate_size -> d_ff,
         vocab_size -> vocab, rms_norm_eps -> norm_eps, max_position_embeddings -> max_positions,
         rope_theta -> rope_theta (or rope_parameters.rope_theta, transformers 5), head_dim,
         tie_word_embeddings -> tie_embeddings, rope_scaling (or rope_parameters) of rope_type
-        "llama3" -> rope_scaling; qwen2: q, k and v biases (qkv_bias); mixtral:
+        "llama3" -> rope_scaling; qwen2: q, k and v biases (qkv_bias); qwen3: an RMSNorm over
+        each head's q and k before RoPE (qk_norm, rms_norm_eps), no biases; mixtral:
         num_local_experts -> n_experts, num_experts_per_tok -> top_k
     gpt2 (style "gpt2": LayerNorm, MHA with biases, tanh-GELU, learned positions)
         n_embd, n_layer, n_head, n_inner (null: 4 * n_embd), vocab_size, layer_norm_epsilon,
@@ -33,7 +34,8 @@ from pathlib import Path
 
 from reference.models import BadModelFile, ModelConfig
 
-LLAMA_TYPES = ("llama", "mistral", "qwen2", "mixtral")
+LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
+QWEN_TYPES = ("qwen2", "qwen3")  # their configs carry sliding_window, used only with use_sliding_window
 SUPPORTED = (*LLAMA_TYPES, "gpt2")
 ROPE_TYPES = ("default", "llama3")
 LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
@@ -161,7 +163,7 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         if raw.get(key):
             refuse(key, raw[key], "false (only Qwen2's q, k and v biases are modelled)")
     window = raw.get("sliding_window")
-    if window is not None and (kind != "qwen2" or raw.get("use_sliding_window")):
+    if window is not None and (kind not in QWEN_TYPES or raw.get("use_sliding_window")):
         refuse("sliding_window", window, "null (full attention)")
     rope = obj("rope_parameters")
     positions = get("max_position_embeddings", limit="positions")
@@ -231,6 +233,7 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         rope_theta=theta,
         tie_embeddings=get("tie_word_embeddings", bool, False),
         qkv_bias=kind == "qwen2",
+        qk_norm=kind == "qwen3",
         head_dim=head_dim,
         rope_scaling=scaling,
         **experts,

@@ -1,13 +1,14 @@
 """A Hugging Face checkpoint's weights under our canonical names (reference/catalogue/transformer.py),
 ready for `pytorch_side.load_weights`, `jax_side.load_weights` and the float64 reference.
 
-Name rules (HF name -> canonical; {i} a layer, {e} an expert). Llama, Mistral, Qwen2 and Mixtral
+Name rules (HF name -> canonical; {i} a layer, {e} an expert). Llama, Mistral, Qwen2, Qwen3 and Mixtral
 drop the `model.` prefix, GPT-2 the `transformer.` prefix (hub files of GPT-2 have none):
 
-    llama, mistral, qwen2, mixtral
+    llama, mistral, qwen2, qwen3, mixtral
         embed_tokens.weight                         -> embed.weight
         layers.{i}.input_layernorm.weight           -> layers.{i}.attn_norm.weight
         layers.{i}.self_attn.{q,k,v,o}_proj.*       -> layers.{i}.attn.{q,k,v,o}_proj.*
+        layers.{i}.self_attn.{q,k}_norm.weight      -> layers.{i}.attn.{q,k}_norm.weight (qwen3)
         layers.{i}.post_attention_layernorm.weight  -> layers.{i}.mlp_norm.weight
         layers.{i}.mlp.{gate,up,down}_proj.weight   -> layers.{i}.mlp.{gate,up,down}_proj.weight
         norm.weight, lm_head.weight                 -> norm.weight, lm_head.weight (absent when tied)

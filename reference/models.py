@@ -34,6 +34,7 @@ class ModelConfig:
     rope_theta: float = 10000.0
     tie_embeddings: bool = False
     qkv_bias: bool = False
+    qk_norm: bool = False  # Qwen3: an RMSNorm over each head's query and key (head_dim wide), before RoPE
     n_experts: int = 0  # 0: dense MLP
     top_k: int = 0
     head_dim: int = 0  # 0: d_model // n_heads

@@ -1,7 +1,8 @@
-"""Transformer blocks (Llama-style, GPT-2-style) and decoders, prefill and decode with a KV cache.
+"""Transformer blocks (Llama-style, Qwen3's QK-norm, GPT-2-style) and decoders, prefill and decode
+with a KV cache.
 
 Canonical weight names are the PyTorch state-dict keys of `pytorch_side`'s modules:
-`attn_norm`, `attn.{q,k,v,o}_proj`, `mlp_norm`, `mlp.*`, under `layers.{i}.` in a decoder,
+`attn_norm`, `attn.{q,k,v,o}_proj`, `attn.{q,k}_norm` (QK-norm), `mlp_norm`, `mlp.*`, under `layers.{i}.` in a decoder,
 with `embed`, `pos_embed` (GPT-2), `norm` and `lm_head` around them.
 """
 
@@ -32,7 +33,11 @@ from reference.spec import (
 )
 
 STYLE = Param(
-    "style", "llama", "llama: RMSNorm, GQA+RoPE, SwiGLU; gpt2: LayerNorm, MHA, GELU MLP", choices=("llama", "gpt2")
+    "style",
+    "llama",
+    "llama: RMSNorm, GQA+RoPE, SwiGLU; qwen3: llama with an RMSNorm on each head's q and k (QK-norm); "
+    "gpt2: LayerNorm, MHA, GELU MLP",
+    choices=("llama", "qwen3", "gpt2"),
 )
 MODE = Param("mode", "prefill", "whole sequence, or one new token against a KV cache", choices=("prefill", "decode"))
 BATCH = Param("batch", 2, "sequences")
@@ -57,6 +62,9 @@ def block_weights(cfg: ModelConfig, prefix: str = "") -> dict[str, TensorSpec]:
         out[f"{prefix}attn.{proj}_proj.weight"] = weight((heads * h, d), d)
         if gpt2 or cfg.qkv_bias:
             out[f"{prefix}attn.{proj}_proj.bias"] = bias((heads * h,))
+    if cfg.qk_norm:
+        out[f"{prefix}attn.q_norm.weight"] = gain((h,))
+        out[f"{prefix}attn.k_norm.weight"] = gain((h,))
     out[f"{prefix}attn.o_proj.weight"] = weight((d, cfg.n_heads * h), cfg.n_heads * h)
     if gpt2:
         out[f"{prefix}attn.o_proj.bias"] = bias((d,))
@@ -121,6 +129,9 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
     q_bnth = _proj(hx, w, f"{prefix}attn.q_proj").reshape(b, t, n, h).transpose(0, 2, 1, 3)
     k_bkth = _proj(hx, w, f"{prefix}attn.k_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
     v_bkth = _proj(hx, w, f"{prefix}attn.v_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
+    if cfg.qk_norm:  # Qwen3: each head's query and key RMS-normalized over head_dim, before RoPE
+        q_bnth = rmsnorm(q_bnth, w[f"{prefix}attn.q_norm.weight"], cfg.norm_eps)
+        k_bkth = rmsnorm(k_bkth, w[f"{prefix}attn.k_norm.weight"], cfg.norm_eps)
     if cfg.uses_rope:
         cos, sin = rope_cos_sin(np.arange(past, past + t), rope_inv_freq(h, cfg.rope_theta, cfg.rope_scaling))
         q_bnth, k_bkth = apply_rope(q_bnth, cos, sin), apply_rope(k_bkth, cos, sin)
@@ -170,7 +181,8 @@ def config_for(entry_name: str, s) -> ModelConfig:
         return dataclasses.replace(
             base,
             name=entry_name,
-            style=style,
+            style="llama" if style == "qwen3" else style,
+            qk_norm=style == "qwen3",
             d_model=s["n_heads"] * s["head_dim"],
             n_layers=s.get("layers", 1),
             n_heads=s["n_heads"],

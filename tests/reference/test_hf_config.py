@@ -1,4 +1,4 @@
-"""A Hugging Face config.json becomes our model config: the published configs of four families
+"""A Hugging Face config.json becomes our model config: the published configs of five families
 (fields as their config.json files on the Hub give them) reproduce the models.toml entries
 written by hand from the same files, and every field the styles do not model is refused by name."""
 
@@ -56,6 +56,26 @@ QWEN25_05B = {  # Qwen/Qwen2.5-0.5B: q, k, v biases; a sliding window it does no
     "use_sliding_window": False,
     "max_window_layers": 24,
 }
+QWEN3_8B = {  # Qwen/Qwen3-8B: QK-norm, head_dim given, no biases, an unused sliding window
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 12288,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000,
+    "rope_scaling": None,
+    "tie_word_embeddings": False,
+    "hidden_act": "silu",
+    "attention_bias": False,
+    "sliding_window": None,
+    "use_sliding_window": False,
+    "max_window_layers": 36,
+}
 GPT2 = {
     "model_type": "gpt2",
     "n_embd": 768,
@@ -97,6 +117,7 @@ ARCHITECTURE = (
     "rope_theta",
     "tie_embeddings",
     "qkv_bias",
+    "qk_norm",
     "n_experts",
     "top_k",
     "head_dim",
@@ -110,7 +131,13 @@ def architecture(cfg):
 
 @pytest.mark.parametrize(
     "raw, published",
-    [(LLAMA_32_1B, "llama-3.2-1b"), (QWEN25_05B, "qwen2.5-0.5b"), (GPT2, "gpt2-small"), (MIXTRAL, "mixtral-8x7b")],
+    [
+        (LLAMA_32_1B, "llama-3.2-1b"),
+        (QWEN25_05B, "qwen2.5-0.5b"),
+        (QWEN3_8B, "qwen3-8b"),
+        (GPT2, "gpt2-small"),
+        (MIXTRAL, "mixtral-8x7b"),
+    ],
 )
 def test_a_published_config_json_gives_the_hand_written_entry(raw, published):
     assert architecture(config_from_hf(raw, "mine")) == architecture(get_model(published))
@@ -128,7 +155,7 @@ def test_transformers_5s_rope_parameters_carry_theta_and_scaling():
 @pytest.mark.parametrize(
     "change, needle",
     [
-        ({"model_type": "bert"}, "valid: llama, mistral, qwen2, mixtral, gpt2"),
+        ({"model_type": "bert"}, "valid: llama, mistral, qwen2, qwen3, mixtral, gpt2"),
         ({"model_type": "mistral", "sliding_window": 4096}, "'sliding_window' = 4096 is not modelled; accepted: null"),
         ({"use_sliding_window": True}, "'sliding_window'"),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'rope_scaling.rope_type' = 'yarn'"),

@@ -44,6 +44,7 @@ PUBLISHED_PARAMETERS = {
     "llama-3.2-1b": 1_235_814_400,
     "llama-3.1-8b": 8_030_261_248,
     "mixtral-8x7b": 46_702_792_704,
+    "qwen3-8b": 8_190_735_360,  # its q_norm and k_norm gains (128 each a layer) included
 }
 
 
@@ -56,6 +57,11 @@ def test_weight_count_matches_published_size(name):
 def test_405b_is_about_405_billion_parameters():
     entry = MODELS["llama-3.1-405b"]
     assert 405e9 < entry.n_weights(entry.resolve()) < 406e9
+
+
+def test_qwen3_32b_is_its_published_32_8_billion_parameters():
+    entry = MODELS["qwen3-32b"]
+    assert 32.75e9 < entry.n_weights(entry.resolve()) < 32.85e9
 
 
 def test_unknown_field_names_file_model_and_field(tmp_path):
@@ -84,6 +90,8 @@ PUBLISHED_CONTEXT = {
     "llama-3.1-70b": 131072,
     "llama-3.1-405b": 131072,
     "mixtral-8x7b": 32768,
+    "qwen3-8b": 40960,
+    "qwen3-32b": 40960,
 }
 
 

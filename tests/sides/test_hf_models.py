@@ -47,6 +47,8 @@ CONFIGS = {
     "mistral": lambda: transformers.MistralConfig(**LLAMA, sliding_window=None),
     # q, k and v biases, tied embeddings
     "qwen2": lambda: transformers.Qwen2Config(**LLAMA, tie_word_embeddings=True),
+    # QK-norm (an RMSNorm over each head's q and k before RoPE), head_dim apart from the width
+    "qwen3": lambda: transformers.Qwen3Config(**LLAMA, head_dim=24, sliding_window=None, rope_theta=1000000.0),
     "mixtral": lambda: transformers.MixtralConfig(
         **LLAMA, num_local_experts=4, num_experts_per_tok=2, sliding_window=None
     ),
@@ -56,6 +58,7 @@ CLASSES = {
     "llama": "LlamaForCausalLM",
     "mistral": "MistralForCausalLM",
     "qwen2": "Qwen2ForCausalLM",
+    "qwen3": "Qwen3ForCausalLM",
     "mixtral": "MixtralForCausalLM",
 }
 BATCH, PROMPT = 2, 7
@@ -117,7 +120,7 @@ def test_prefill_logits_equal_hf(kind):
     judge(cfg, weights, hf, t, j, ids)
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "mixtral"])
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "qwen3", "mixtral"])
 def test_decode_step_fed_hf_cache(kind):
     """Decode: HF fills its cache over the prompt; that cache, moved into our buffers, gives our
     sides the next token's logits HF computes from it."""
