@@ -101,6 +101,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/serving_accuracy.py
 	$(BIN)/python benchmarks/serving_load.py
 	$(BIN)/python benchmarks/compare_paths.py
+	$(BIN)/python benchmarks/cli_times.py
 
 # The peer predictors (GenZ, llm-analysis) at their default efficiencies on every published
 # serving row: their pins clash with ours, so they get their own venv; one JSON object on stdout.

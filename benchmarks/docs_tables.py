@@ -279,6 +279,28 @@ def compare_paths() -> str:
     return table + f"\n`landscape compare` with these defaults took {_sig(float(rows[0]['wall_s']), 2)} s here.\n"
 
 
+CLI_WORDS = {  # cli_times.csv's commands, as docs/cli.md says them
+    "help": "`landscape --help` (torch and jax not imported)",
+    "typo": "a misspelt model caught before torch or jax is imported (exit 2)",
+    "gemm": "`landscape gemm 512 512 512`",
+    "targets": "`landscape targets`",
+    "map": "`landscape map` (it predicts a reference model's cache placement on every family)",
+}
+
+
+def cli_times() -> str:
+    """cli_times.csv (benchmarks/cli_times.py): each command's wall time in a fresh process,
+    fastest to slowest of its runs."""
+    rows = _rows("cli_times.csv")
+    return _table(
+        ["command", "wall time, fresh process"],
+        [
+            [CLI_WORDS.get(r["command"], f"`landscape {r['args']}`"), _span([float(r["min_s"]), float(r["max_s"])])]
+            for r in rows
+        ],
+    )
+
+
 # What each fitted value of kernels.csv is, formula and all (hardware_models/calibration.py's doc).
 FIT_FORMULAS = {
     "fitted.hbm_efficiency": "STREAM triad bandwidth / HBM peak",
@@ -401,6 +423,7 @@ BLOCKS = {
     "predict": Block("predict.csv", predict),
     "gpu-compare": Block("gpu_compare.csv", gpu_compare),
     "compare-paths": Block("compare.csv", compare_paths),
+    "cli-times": Block("cli_times.csv", cli_times),
     "calibration-fits": Block("calibration_fits.csv", calibration_fits),
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
     "run-times": Block("run_times.csv", run_times),
