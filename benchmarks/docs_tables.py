@@ -279,6 +279,25 @@ def compare_paths() -> str:
     return table + f"\n`landscape compare` with these defaults took {_sig(float(rows[0]['wall_s']), 2)} s here.\n"
 
 
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(round(seconds % 60))} s"
+
+
+def suite_time() -> str:
+    """suite_time.csv (benchmarks/suite_time.py): the last `make test`, as it ran."""
+    (r,) = _rows("suite_time.csv")
+    ran = sum(int(r[k]) for k in ("passed", "skipped", "failed", "errors"))
+    broke = ", ".join(f"{r[k]} {k}" for k in ("failed", "errors") if int(r[k]))
+    return (
+        f"The last `python benchmarks/suite_time.py` (`make test`, lint included) ran {ran:,} tests on "
+        f"{r['date']}: {int(r['passed']):,} passed and {int(r['skipped']):,} skipped"
+        + (f", {broke}" if broke else "")
+        + f", in {_minutes(float(r['wall_s']))} on {r['cores']} cores, "
+        + ("with" if r["torchxla"] == "True" else "without")
+        + " `.venv-torchxla` (its tests run only where it is built, as in CI).\n"
+    )
+
+
 CLI_WORDS = {  # cli_times.csv's commands, as docs/cli.md says them
     "help": "`landscape --help` (torch and jax not imported)",
     "typo": "a misspelt model caught before torch or jax is imported (exit 2)",
@@ -424,6 +443,7 @@ BLOCKS = {
     "gpu-compare": Block("gpu_compare.csv", gpu_compare),
     "compare-paths": Block("compare.csv", compare_paths),
     "cli-times": Block("cli_times.csv", cli_times),
+    "suite-time": Block("suite_time.csv", suite_time),
     "calibration-fits": Block("calibration_fits.csv", calibration_fits),
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
     "run-times": Block("run_times.csv", run_times),
