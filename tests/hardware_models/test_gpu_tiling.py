@@ -93,3 +93,14 @@ def test_g26_is_met_by_a_smaller_tile_not_the_one_wave_of_128_by_256():
     plan = compile_plan(gemm_module(1024, 1024, 1024, "f8E4M3FN"), get_target("h100"))
     (t,) = plan.tilings.values()
     assert t.units > 32  # the fixed tile left 100 of 132 SMs idle
+
+
+@pytest.mark.parametrize("m", ODD)
+def test_a_blackwell_mma_pads_a_skinny_operand_to_64_rows_where_hoppers_pads_to_16(m):
+    """Rule of the hardware (PTX: tcgen05.mma's smallest M is 64; Hopper's warp-level mma is
+    m16n8k16): the rows a GEMM of m rows computes are m rounded up to the target's chip.mma_m."""
+    for name, rows in (("h200", 16), ("b200", 64)):
+        plan = compile_plan(gemm_module(m, 4096, 4096, "bf16"), get_target(name))
+        ((_, tiling),) = plan.tilings.items()
+        assert get_target(name)["chip.mma_m"] == rows
+        assert tiling.padded[0] == -(-m // rows) * rows if m < 128 else tiling.padded[0] % rows == 0, (name, m)
