@@ -7,8 +7,9 @@ weights, inputs, a KV cache; a regional block's weights once per layer — in SR
     tensor_parallel = ceil(one layer's weights / usable SRAM)   (chips that share each layer)
     stages          = ceil(chips / tensor_parallel)              (layer groups in a pipeline)
 
---chips N may spread the program wider, up to the chips it needs or, if more, one output column
-of the narrowest weight matrix per chip x the layers (a regional model; the kernels of a flat program):
+--chips N may spread the program wider, up to the chips its arguments and results need (a
+prefill's results hold the KV cache its decode step reads) or, if more, one output column of the
+narrowest weight matrix per chip x the layers (a regional model; the kernels of a flat program):
 beyond that a chip would hold no work. It then adds the
 chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
@@ -45,14 +46,18 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
         stages = footprint.layers if footprint.regional else max(1, len(plan.groups))
         widths = weight_matmul_widths(module, plan)  # attention's dots are not split by columns
         per_layer = max(tensor_parallel, min(widths, default=1))
-        most = max(chips, per_layer * stages)
+        # a chip that holds part of what the program writes (a prefill's KV cache, which its decode
+        # graph then reads as an argument, on as many chips as that needs) holds work too
+        written = ceil_div(needed + sum(t.nbytes for t in module.main.results), whole)
+        most = max(chips, per_layer * stages, written)
         if plan.requested_chips > most:
             raise InvalidShape(
                 target.name,
                 "chips",
                 plan.requested_chips,
-                f"at most {most}: {per_layer} per layer (one output column of the narrowest weight matrix "
-                f"each) x {stages} pipeline stages (one " + ("layer" if footprint.regional else "kernel") + " each)",
+                f"at most {most}: the larger of {written} (what its arguments and results fill) and "
+                f"{per_layer} per layer (one output column of the narrowest weight matrix each) x {stages} "
+                "pipeline stages (one " + ("layer" if footprint.regional else "kernel") + " each)",
             )
         chips = plan.requested_chips
     partition = Partition(chips, tensor_parallel, needed, whole, footprint.hidden_bytes, footprint.layers)

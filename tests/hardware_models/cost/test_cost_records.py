@@ -197,6 +197,23 @@ def test_lpu_chip_counts_from_the_least_the_program_needs_to_a_column_each(chips
     assert plan.partition.chips == chips and plan.partition.tensor_parallel == 3
 
 
+@pytest.mark.parametrize("chips,ok", [(10, True), (11, False)])
+def test_lpu_chips_may_reach_what_a_programs_results_fill(chips, ok):
+    """A 4096 x 4 product of a 16-deep GEMM: its arguments fill 8 chips of 18 kB, its arguments
+    and its result 10 (a prefill's result is the KV cache its decode step reads from SRAM), more
+    than the 4 columns x 1 kernel a column each would allow; 11 would hold no work."""
+    from hardware_models.calibration import gemm_module
+    from reference.errors import InvalidShape
+
+    tgt = get_target("groq-lpu").with_overrides({"levels.sram.bytes": 20_000})
+    module = gemm_module(4096, 4, 16, "bf16")
+    if not ok:
+        with pytest.raises(InvalidShape, match="the larger of 10"):
+            compile_plan(module, tgt, chips=chips)
+        return
+    assert compile_plan(module, tgt, chips=chips).partition.chips == chips
+
+
 def test_one_lpu_chip_adds_no_transfers():
     plan = compile_plan(_regional(3), get_target("groq-lpu"))
     assert plan.partition.chips == 1 and not [g for g in plan.groups if g.kind == "transfer"]
