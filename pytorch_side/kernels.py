@@ -112,7 +112,9 @@ def regional_parts(plan, dtype: str) -> list[tuple[str, Callable[[], nn.Module],
     cfg, dt = plan.cfg, TORCH_DTYPES[dtype]
     ids = torch.empty((plan.batch, plan.tokens), dtype=torch.int32)
     x = torch.empty((plan.batch, plan.tokens, cfg.d_model), dtype=dt)
-    caches = [torch.empty(plan.cache_shape(), dtype=dt)] * 2 if plan.cache_shape() else []
+    # two tensors, not one twice: torch.export makes an input given twice one placeholder, and the
+    # block would then write its keys and values into one buffer (neither update in place)
+    caches = [torch.empty(plan.cache_shape(), dtype=dt) for _ in range(2)] if plan.cache_shape() else []
     return [
         ("prologue", lambda: Prologue(cfg, dt, plan.past), [ids]),
         ("block", lambda: Block(cfg, dt), [x, *caches]),
