@@ -36,7 +36,7 @@ def rope_frequencies(head_dim: int, theta: float, scaling: dict | None = None):
     return jnp.asarray(rope_inv_freq(head_dim, theta, scaling), dtype=jnp.float32)
 
 
-def dot_product_attention(q_btnh, k_bskh, v_bskh, causal: bool):
+def dot_product_attention(q_btnh, k_bskh, v_bskh, causal: bool, window: int = 0):
     """softmax(q k^T / sqrt(H)) v on [B, T, N, H], query head n reading kv head n // G.
 
     Logits and softmax in float32, as jax.nn.dot_product_attention's XLA path does; written
@@ -50,16 +50,18 @@ def dot_product_attention(q_btnh, k_bskh, v_bskh, causal: bool):
     if causal:
         s = k_bskh.shape[1]
         allowed_ts = jnp.arange(s)[None, :] <= jnp.arange(t)[:, None] + (s - t)
+        if window:  # a sliding window also hides the keys window or more positions back
+            allowed_ts &= jnp.arange(s)[None, :] > jnp.arange(t)[:, None] + (s - t) - window
         logits_bkgts = jnp.where(allowed_ts[None, None, None], logits_bkgts, -jnp.inf)
     probs_bkgts = jax.nn.softmax(logits_bkgts, axis=-1).astype(q_btnh.dtype)
     o_btkgh = jnp.einsum("bkgts,bskh->btkgh", probs_bkgts, v_bskh)
     return o_btkgh.reshape(b, t, n, h)
 
 
-def sdpa_bnth(q_bnth, k_bksh, v_bksh, causal: bool):
+def sdpa_bnth(q_bnth, k_bksh, v_bksh, causal: bool, window: int = 0):
     """dot_product_attention on the [B, N, T, H] layout that the KV cache shares with PyTorch."""
     o_btnh = dot_product_attention(
-        q_bnth.transpose(0, 2, 1, 3), k_bksh.transpose(0, 2, 1, 3), v_bksh.transpose(0, 2, 1, 3), causal
+        q_bnth.transpose(0, 2, 1, 3), k_bksh.transpose(0, 2, 1, 3), v_bksh.transpose(0, 2, 1, 3), causal, window
     )
     return o_btnh.transpose(0, 2, 1, 3)
 
@@ -105,8 +107,12 @@ class Attention(nnx.Module):
         if k_cache is not None:
             k = jax.lax.dynamic_update_slice(k_cache, k, (0, 0, past, 0))
             v = jax.lax.dynamic_update_slice(v_cache, v, (0, 0, past, 0))
+        window = self.cfg.sliding_window
+        k_seen, v_seen = k, v
+        if k_cache is not None and window and k.shape[2] > window:  # decode reads only its window of cache
+            k_seen, v_seen = k[:, :, -window:], v[:, :, -window:]
         with jax.named_scope("sdpa"):
-            o = sdpa_bnth(q, k, v, causal=k_cache is None)
+            o = sdpa_bnth(q, k_seen, v_seen, causal=k_cache is None, window=window if k_cache is None else 0)
         o = o.transpose(0, 2, 1, 3).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
         with jax.named_scope("o_proj"):
             return self.o_proj(o), k, v

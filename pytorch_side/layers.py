@@ -56,6 +56,7 @@ class Attention(nn.Module):
             self.q_norm = nn.RMSNorm(h, eps=cfg.norm_eps, dtype=dtype)
             self.k_norm = nn.RMSNorm(h, eps=cfg.norm_eps, dtype=dtype)
         self.qk_norm = cfg.qk_norm
+        self.sliding_window = cfg.sliding_window
 
     def forward(self, x_btd, k_cache=None, v_cache=None):
         """k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
@@ -74,8 +75,17 @@ class Attention(nn.Module):
         if k_cache is not None:
             k = torch.slice_scatter(k_cache, k, dim=2, start=past, end=past + t)  # [B, K, S, H]
             v = torch.slice_scatter(v_cache, v, dim=2, start=past, end=past + t)
-        # Prefill: causal over equal-length q and k. Decode: one query sees the whole cache.
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=k_cache is None, enable_gqa=True)
+        # Prefill: causal over equal-length q and k. Decode: one query sees the whole cache, or with a
+        # sliding window its last `window` positions, the only ones read.
+        window = self.sliding_window
+        if window and k_cache is None:
+            pos = torch.arange(t)
+            band = (pos[None, :] <= pos[:, None]) & (pos[None, :] > pos[:, None] - window)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=band, enable_gqa=True)
+        elif window and k.shape[2] > window:
+            o = F.scaled_dot_product_attention(q, k[:, :, -window:], v[:, :, -window:], enable_gqa=True)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=k_cache is None, enable_gqa=True)
         o = o.transpose(1, 2).reshape(b, t, self.n_heads * self.head_dim)  # [B, T, N*H]
         return self.o_proj(o), k, v
 

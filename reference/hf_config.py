@@ -13,8 +13,10 @@ Supported `model_type`s and what each field becomes:
     gpt2 (style "gpt2": LayerNorm, MHA with biases, tanh-GELU, learned positions)
         n_embd, n_layer, n_head, n_inner (null: 4 * n_embd), vocab_size, layer_norm_epsilon,
         n_positions, tie_word_embeddings (default true)
-A field whose value changes the architecture in a way the styles do not model is refused by
-name, with the value that would be accepted: sliding-window attention, an o_proj or MLP bias
+A sliding window (Mistral's `sliding_window`; Qwen's with use_sliding_window) becomes
+sliding_window when every layer has it. A field whose value changes the architecture in a way the
+styles do not model is refused by name, with the value that would be accepted: sliding windows on
+some layers only, an o_proj or MLP bias
 (attention_bias, mlp_bias), an activation other than the style's, a RoPE scaling other than
 llama3's. Fields that do not change the computation (token ids, torch_dtype, architectures, ...)
 are not read.
@@ -162,9 +164,7 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
     for key in ("attention_bias", "mlp_bias"):
         if raw.get(key):
             refuse(key, raw[key], "false (only Qwen2's q, k and v biases are modelled)")
-    window = raw.get("sliding_window")
-    if window is not None and (kind not in QWEN_TYPES or raw.get("use_sliding_window")):
-        refuse("sliding_window", window, "null (full attention)")
+    window = sliding_window(raw, kind, name)
     rope = obj("rope_parameters")
     positions = get("max_position_embeddings", limit="positions")
     scaling = obj("rope_scaling") or (rope if rope.get("rope_type", "default") != "default" else None)
@@ -234,10 +234,39 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
         tie_embeddings=get("tie_word_embeddings", bool, False),
         qkv_bias=kind == "qwen2",
         qk_norm=kind == "qwen3",
+        sliding_window=window,
         head_dim=head_dim,
         rope_scaling=scaling,
         **experts,
     )
+
+
+def sliding_window(raw: dict, kind: str, name: str) -> int:
+    """The window every layer's attention slides (0: full attention), or BadModelFile where the
+    layers differ (a per-layer pattern is not modelled). Mistral's `sliding_window` applies to
+    every layer; Qwen's only with use_sliding_window, to the layers from max_window_layers on;
+    transformers 5's `layer_types` names each layer's kind."""
+    window = raw.get("sliding_window")
+    if window is None or (kind in QWEN_TYPES and not raw.get("use_sliding_window")):
+        return 0
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        raise BadModelFile(f"{name}: field 'sliding_window' is {window!r}; expected a positive integer or null")
+    if kind in QWEN_TYPES and raw.get("max_window_layers", 0) not in (0, None):
+        raise BadModelFile(
+            f"{name}: field 'max_window_layers' = {raw['max_window_layers']!r} with use_sliding_window gives "
+            "the layers different attention, which is not modelled; accepted: 0 (every layer windowed) or "
+            "use_sliding_window false"
+        )
+    kinds = raw.get("layer_types")
+    if kinds is not None:
+        if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):
+            raise BadModelFile(f"{name}: field 'layer_types' is {kinds!r:.80}; expected a list of layer kinds")
+        if set(kinds) - {"sliding_attention"}:
+            raise BadModelFile(
+                f"{name}: field 'layer_types' mixes {', '.join(sorted(set(kinds)))}: layers with different "
+                "attention are not modelled; accepted: every layer sliding_attention, or sliding_window null"
+            )
+    return window
 
 
 def load_config_file(path: str) -> ModelConfig:

@@ -35,6 +35,7 @@ class ModelConfig:
     tie_embeddings: bool = False
     qkv_bias: bool = False
     qk_norm: bool = False  # Qwen3: an RMSNorm over each head's query and key (head_dim wide), before RoPE
+    sliding_window: int = 0  # Mistral-7B-v0.1: each query sees its last `sliding_window` positions (0: all)
     n_experts: int = 0  # 0: dense MLP
     top_k: int = 0
     head_dim: int = 0  # 0: d_model // n_heads

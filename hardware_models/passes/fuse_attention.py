@@ -20,8 +20,8 @@ A causal mask (exactly one ordering compare of iota positions among the constant
 reads, shaped [.., queries, kv_len]: causal_queries) is recorded with the share of the score square
 the kernel computes (plan.causal_share, given the family's skip_tile: FlashAttention and the Pallas
 flash kernel skip every key block a query block cannot see; a family without a skip_tile, the
-CPU's ATen kernel, is costed on the whole square). Two compares (a sliding window's band) or a mask
-passed in as an argument: the whole square.
+CPU's ATen kernel, is costed on the whole square). Two compares (a sliding window's band): the
+causal triangle's share, an upper bound. A mask passed in as an argument: the whole square.
 
 The matched ops leave the groups fuse_elementwise made (a group left without its contraction
 becomes a fusion) and form one group of kind "attention", placed in program order; its shape is
@@ -58,6 +58,9 @@ from reference.units import plural
 # Ops a flash kernel applies to a tile as it loads or stores it (compiler choice, as
 # FlashAttention and the Pallas kernels do): a change of type or layout, the GQA repeat.
 LAYOUT_OPS = {"convert", "transpose", "reshape", "broadcast_in_dim", "broadcast", "copy", "folded_convert"}
+# A static slice of K or V is the range of keys the kernel loads (a sliding window's last keys of a
+# cache): it joins the kernel, which then reads only the slice's bytes (values.read_bytes).
+OPERAND_OPS = LAYOUT_OPS | {"slice"}
 SCALE_OPS = {"multiply", "divide"}  # by a compile-time constant: the softmax scale
 ORDERINGS = ("LE", "LT", "GE", "GT")  # a compare that orders positions (a causal mask), not EQ/NE
 MAX_CHAIN = 400  # ops between the two dots beyond which the chain is not a softmax (compiler choice)
@@ -112,11 +115,12 @@ class _Matcher:
         return ops, d1_index, extent, constants
 
     def causal_queries(self, constants: set[str], kv_len: int) -> int:
-        """The new tokens of a causal mask among the constants a softmax reads, else 0: exactly one
-        ordering compare (<=, <, >=, >) of positions computed from iotas, shaped [.., queries,
-        kv_len] (both sides' lowerings: JAX's `arange(s) <= arange(t) + s - t`, torch-mlir's
-        is_causal as `key - query <= 0`). Two or more (a sliding window's band) or none: 0, and
-        the kernel computes every tile."""
+        """The new tokens of a causal mask among the constants a softmax reads, else 0: ordering
+        compares (<=, <, >=, >) of positions computed from iotas, each shaped [.., queries, kv_len]
+        (both sides' lowerings: JAX's `arange(s) <= arange(t) + s - t`, torch-mlir's is_causal as
+        `key - query <= 0`). One is the causal triangle; two are a sliding window's band, which
+        lies inside it, so the triangle's share is an upper bound on its tiles (the window's width
+        is not read from the IR). Three or more, or none: 0, and the kernel computes every tile."""
         compares, stack, seen, iota = [], list(constants), set(), False
         while stack:
             v = stack.pop()
@@ -133,9 +137,10 @@ class _Matcher:
                 compares.append(op)
             iota = iota or op.short_name in ("iota", "dynamic_iota")
             stack.extend(self.plan.ops[index].operands)
-        if len(compares) != 1 or not iota:
+        shapes = {c.result_types[0].shape for c in compares}
+        if len(compares) not in (1, 2) or not iota or len(shapes) != 1:
             return 0
-        shape = compares[0].result_types[0].shape
+        (shape,) = shapes
         return shape[-2] if len(shape) >= 2 and shape[-1] == kv_len and shape[-2] <= kv_len else 0
 
     def operand_chain(self, value: str, inside: set[int]) -> tuple[set[int], str]:
@@ -152,7 +157,7 @@ class _Matcher:
             p = self.plan.ops[index]
             short = p.op.short_name
             variable = [v for v in p.operands if v not in self.constant]
-            cheap = short in LAYOUT_OPS or (short in SCALE_OPS and len(variable) == 1 and len(p.operands) == 2)
+            cheap = short in OPERAND_OPS or (short in SCALE_OPS and len(variable) == 1 and len(p.operands) == 2)
             if not cheap or len(variable) != 1 or not self._read_only_by(index, inside | ops | {index}):
                 return ops, value
             ops.add(index)

@@ -48,11 +48,15 @@ def apply_rope(x_bnth: np.ndarray, cos_th: np.ndarray, sin_th: np.ndarray) -> np
     return x_bnth * cos_th + rotated * sin_th
 
 
-def attention(q_bnth: np.ndarray, k_bksh: np.ndarray, v_bksh: np.ndarray, causal: bool) -> np.ndarray:
+def attention(
+    q_bnth: np.ndarray, k_bksh: np.ndarray, v_bksh: np.ndarray, causal: bool, window: int = 0
+) -> np.ndarray:
     """softmax(q k^T / sqrt(H) + mask) v, query head n reading kv head n // G.
 
     The causal mask is aligned bottom-right: query t (of T) sees keys s <= t + S - T, so a
-    single decode token sees the whole cache.
+    single decode token sees the whole cache. A sliding `window` (0: none) also hides the keys
+    more than window - 1 positions before the query: s > t + S - T - window (Mistral's, as
+    transformers masks it).
     """
     n_heads, n_kv = q_bnth.shape[1], k_bksh.shape[1]
     group = n_heads // n_kv
@@ -62,6 +66,8 @@ def attention(q_bnth: np.ndarray, k_bksh: np.ndarray, v_bksh: np.ndarray, causal
     t, s = scores_bnts.shape[-2:]
     if causal:
         allowed_ts = np.arange(s)[None, :] <= np.arange(t)[:, None] + (s - t)
+        if window:
+            allowed_ts &= np.arange(s)[None, :] > np.arange(t)[:, None] + (s - t) - window
         scores_bnts = np.where(allowed_ts, scores_bnts, -np.inf)
     return softmax(scores_bnts) @ v_bnsh
 

@@ -138,7 +138,11 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
     if k_cache is not None:
         k_bkth = write_slots(k_cache, k_bkth, past)
         v_bkth = write_slots(v_cache, v_bkth, past)
-    attn_btd = attention(q_bnth, k_bkth, v_bkth, causal=True).transpose(0, 2, 1, 3).reshape(b, t, n * h)
+    attn_btd = (
+        attention(q_bnth, k_bkth, v_bkth, causal=True, window=cfg.sliding_window)
+        .transpose(0, 2, 1, 3)
+        .reshape(b, t, n * h)
+    )
     x_btd = x_btd + _proj(attn_btd, w, f"{prefix}attn.o_proj")
     hx = _norm(cfg, x_btd, w, f"{prefix}mlp_norm")
     if cfg.n_experts:

@@ -156,8 +156,13 @@ def test_transformers_5s_rope_parameters_carry_theta_and_scaling():
     "change, needle",
     [
         ({"model_type": "bert"}, "valid: llama, mistral, qwen2, qwen3, mixtral, gpt2"),
-        ({"model_type": "mistral", "sliding_window": 4096}, "'sliding_window' = 4096 is not modelled; accepted: null"),
-        ({"use_sliding_window": True}, "'sliding_window'"),
+        ({"model_type": "mistral", "sliding_window": 0}, "'sliding_window' is 0; expected a positive integer"),
+        ({"model_type": "mistral", "sliding_window": "4096"}, "'sliding_window' is '4096'"),
+        ({"use_sliding_window": True}, "'max_window_layers' = 24 with use_sliding_window"),
+        (
+            {"model_type": "mistral", "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
+            "mixes full_attention, sliding_attention",
+        ),
         ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "'rope_scaling.rope_type' = 'yarn'"),
         ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "lacks low_freq_factor"),
         ({"attention_bias": True}, "'attention_bias' = True"),
@@ -173,6 +178,16 @@ def test_what_the_styles_do_not_model_is_refused_by_field(change, needle):
     with pytest.raises(BadModelFile) as info:
         config_from_hf({**QWEN25_05B, **change}, "mine")
     assert needle in str(info.value)
+
+
+def test_a_sliding_window_on_every_layer_is_modelled_and_none_is_full_attention():
+    """Mistral-7B-v0.1's 4096 on every layer; Qwen's only with use_sliding_window (and from layer 0)."""
+    mistral = {**QWEN25_05B, "model_type": "mistral", "sliding_window": 4096}
+    assert config_from_hf(mistral, "m").sliding_window == 4096
+    assert config_from_hf({**mistral, "sliding_window": None}, "m").sliding_window == 0
+    assert config_from_hf(QWEN25_05B, "q").sliding_window == 0  # its window is unused
+    every = {**QWEN25_05B, "use_sliding_window": True, "max_window_layers": 0}
+    assert config_from_hf(every, "q").sliding_window == 32768
 
 
 def test_a_bad_file_is_one_line(tmp_path):

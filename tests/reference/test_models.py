@@ -45,6 +45,7 @@ PUBLISHED_PARAMETERS = {
     "llama-3.1-8b": 8_030_261_248,
     "mixtral-8x7b": 46_702_792_704,
     "qwen3-8b": 8_190_735_360,  # its q_norm and k_norm gains (128 each a layer) included
+    "mistral-7b-v0.1": 7_241_732_096,
 }
 
 
@@ -92,6 +93,7 @@ PUBLISHED_CONTEXT = {
     "mixtral-8x7b": 32768,
     "qwen3-8b": 40960,
     "qwen3-32b": 40960,
+    "mistral-7b-v0.1": 32768,
 }
 
 

@@ -45,6 +45,8 @@ CONFIGS = {
     # llama3-scaled RoPE, untied head, GQA
     "llama": lambda: transformers.LlamaConfig(**LLAMA, rope_theta=500000.0, rope_scaling=LLAMA3_SCALING),
     "mistral": lambda: transformers.MistralConfig(**LLAMA, sliding_window=None),
+    # a sliding window shorter than the prompt (7 tokens) and the decode step's cache (8)
+    "mistral-window": lambda: transformers.MistralConfig(**LLAMA, sliding_window=4),
     # q, k and v biases, tied embeddings
     "qwen2": lambda: transformers.Qwen2Config(**LLAMA, tie_word_embeddings=True),
     # QK-norm (an RMSNorm over each head's q and k before RoPE), head_dim apart from the width
@@ -57,6 +59,7 @@ CLASSES = {
     "gpt2": "GPT2LMHeadModel",
     "llama": "LlamaForCausalLM",
     "mistral": "MistralForCausalLM",
+    "mistral-window": "MistralForCausalLM",
     "qwen2": "Qwen2ForCausalLM",
     "qwen3": "Qwen3ForCausalLM",
     "mixtral": "MixtralForCausalLM",
@@ -120,16 +123,21 @@ def test_prefill_logits_equal_hf(kind):
     judge(cfg, weights, hf, t, j, ids)
 
 
-@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "qwen3", "mixtral"])
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "qwen2", "qwen3", "mistral-window", "mixtral"])
 def test_decode_step_fed_hf_cache(kind):
     """Decode: HF fills its cache over the prompt; that cache, moved into our buffers, gives our
-    sides the next token's logits HF computes from it."""
+    sides the next token's logits HF computes from it. (A sliding window's cache is given whole, a
+    DynamicCache without the config, which HF would otherwise trim to the window; our decode step
+    reads only the window of it.)"""
     model = hf_model(kind, seed=2)
     cfg, weights = ours(model)
     rng = np.random.default_rng(3)
     prompt, nxt = rng.integers(0, cfg.vocab, (BATCH, PROMPT)), rng.integers(0, cfg.vocab, (BATCH, 1))
+    whole = {"cache": transformers.DynamicCache()} if cfg.sliding_window else {}
     with torch.no_grad():
-        cache = model(torch.from_numpy(prompt), use_cache=True).cache  # transformers >= 5.24 ("past_key_values" before)
+        cache = model(
+            torch.from_numpy(prompt), use_cache=True, **whole
+        ).cache  # transformers >= 5.24 ("past_key_values" before)
         k, v = hf_cache_arrays(cache, cfg.n_layers)  # before the decode step appends to it
         hf = to_numpy(model(torch.from_numpy(nxt), cache=cache, use_cache=True).logits).astype(np.float64)
     assert k.shape == (cfg.n_layers, BATCH, cfg.n_kv_heads, PROMPT + 1, cfg.head_dim)
