@@ -74,6 +74,7 @@ def compile_plan(
     strict_dtypes: bool = False,
     without: tuple[str, ...] = (),
     compiler: str | None = None,
+    shared_chips: bool = False,
 ) -> Plan:
     """Run one of the target family's compilers over the IR: the compiled result, as data.
 
@@ -91,6 +92,9 @@ def compile_plan(
         compiler: the name of one of the family's compilers (the host CPU's "inductor" or
             "xla"); its usual one (the first) when None. The plan records it (`Plan.compiler`)
             and `estimate` costs the plan with that compiler's cost model.
+        shared_chips: `chips` is the count another graph of the same model needs (predict's prefill
+            and steps run on its last decode step's chips): more chips than this program alone
+            could fill are taken, idle ones included, instead of refused.
 
     Raises:
         UnsupportedDtype: the program uses a floating type the target lacks and cannot emulate
@@ -110,7 +114,15 @@ def compile_plan(
         if name not in LEAVABLE:
             raise UnknownName("pass that can be left out", name, [n for n in names if n in LEAVABLE])
     ops, notes = expand_workload(module)
-    plan = Plan(target.name, ops, compiler=chosen.name, notes=notes, requested_chips=chips, strict_dtypes=strict_dtypes)
+    plan = Plan(
+        target.name,
+        ops,
+        compiler=chosen.name,
+        notes=notes,
+        requested_chips=chips,
+        chips_shared=shared_chips and chips is not None,
+        strict_dtypes=strict_dtypes,
+    )
     for step, name in zip(pipeline, names):
         if name in without:
             continue

@@ -246,6 +246,7 @@ class AttentionShape:
     shards: int = 1
     causal_queries: int = 0
     computed_share: float = 1.0
+    skip_tile: tuple[int, ...] = ()  # the kernel's (query rows, keys) block where it skips masked ones
 
     @property
     def score_elements(self) -> int:
@@ -256,8 +257,13 @@ class AttentionShape:
             f"{self.stack}: {self.query_rows:,} query rows against {self.kv_heads} KV heads x {self.kv_len:,} tokens, "
             f"head_dim {self.head_dim}, {self.dtype}; scores ({self.score_elements:,} elements) stay on chip"
             + (
-                f"; causal: {self.computed_share:.1%} of the score tiles computed"
-                if self.causal_queries and self.computed_share < 1
+                (
+                    f"; causal: {self.computed_share:.1%} of the {self.skip_tile[0]} x {self.skip_tile[1]} "
+                    "score blocks computed (a block the diagonal crosses is computed whole)"
+                    if self.skip_tile
+                    else "; causal: the kernel computes every score block, masked ones too"
+                )
+                if self.causal_queries
                 else ""
             )
             + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else "")
@@ -356,6 +362,7 @@ class Plan:
     state: FamilyState | None = None  # what the family's own passes decide (FamilyState)
     partition: Partition | None = None
     requested_chips: int | None = None  # --chips: the user's count instead of the compiler's
+    chips_shared: bool = False  # requested_chips is another graph's of the same model (predict's decode step's)
     notes: tuple[str, ...] = ()
     passes: tuple[PassRecord, ...] = ()
     dtypes: tuple[tuple[str, str], ...] = ()  # (element type, the type the target runs it as), from resolve_dtypes

@@ -181,10 +181,12 @@ def predict_inference(
     same = used if last_plan.partition else chips
     last_est = estimate(last, target, f"{model} decode", last_plan)
     steps = [
-        (length, estimate(module, target, "", compile_plan(module, target, chips=same)).total.time_s)
+        (length, estimate(module, target, "", compile_plan(module, target, chips=same, shared_chips=True)).total.time_s)
         for length, module in graphs[:-1]
     ] + [(last_len, last_est.total.time_s)]
-    prefill_est = estimate(prefill, target, f"{model} prefill", compile_plan(prefill, target, chips=same))
+    prefill_est = estimate(
+        prefill, target, f"{model} prefill", compile_plan(prefill, target, chips=same, shared_chips=True)
+    )
     total = integrate_steps(steps, input_len + 1, input_len + output_len - 1) if output_len > 1 else 0.0
     unit = target.family_record.chip_unit  # what --chips counts
     location = target.main_memory_level + (f" across {used} {unit}s" if used > 1 else "")

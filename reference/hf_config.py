@@ -1,7 +1,8 @@
 """A Hugging Face `config.json` as one of our model configs (reference/models.py ModelConfig).
 
 Supported `model_type`s and what each field becomes:
-    llama, mistral, qwen2, qwen3, mixtral (style "llama": RMSNorm, GQA with RoPE, SwiGLU)
+    llama, mistral, qwen2, qwen3, mixtral (style "llama": RMSNorm, GQA with RoPE, SwiGLU; head_dim
+        even, as RoPE pairs; qwen3's head_dim defaults to 128, as transformers' Qwen3Config's does)
         hidden_size -> d_model, num_hidden_layers -> n_layers, num_attention_heads -> n_heads,
         num_key_value_heads -> n_kv_heads (default: n_heads), intermediate_size -> d_ff,
         vocab_size -> vocab, rms_norm_eps -> norm_eps, max_position_embeddings -> max_positions,
@@ -38,6 +39,8 @@ from reference.models import BadModelFile, ModelConfig
 
 LLAMA_TYPES = ("llama", "mistral", "qwen2", "qwen3", "mixtral")
 QWEN_TYPES = ("qwen2", "qwen3")  # their configs carry sliding_window, used only with use_sliding_window
+QWEN_MAX_WINDOW_LAYERS = 28  # transformers' Qwen2Config and Qwen3Config default for max_window_layers
+QWEN3_HEAD_DIM = {"qwen3": 128}  # transformers' Qwen3Config default head_dim (not hidden / heads)
 SUPPORTED = (*LLAMA_TYPES, "gpt2")
 ROPE_TYPES = ("default", "llama3")
 LLAMA3_KEYS = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
@@ -82,6 +85,8 @@ def read_config(path: str) -> dict:
         raise BadModelFile(
             f"{path}: not a JSON config (nested too deep to read); a config.json is one flat object"
         ) from err
+    except ValueError as err:  # an integer of thousands of digits (Python's int_max_str_digits)
+        raise BadModelFile(f"{path}: not a JSON config (a number too long to read: {str(err)[:80]})") from err
     if not isinstance(raw, dict):
         raise BadModelFile(f"{path}: a config.json holds one JSON object, got {type(raw).__name__}")
     return raw
@@ -197,9 +202,14 @@ def config_from_hf(raw: dict, name: str, source: str = "") -> ModelConfig:
     theta = number("rope_theta", rope.get("rope_theta", raw.get("rope_theta")), 10000.0)
     d, heads = get("hidden_size", limit="width"), get("num_attention_heads", limit="heads")
     kv_heads = get("num_key_value_heads", int, heads, limit="heads")
-    head_dim = get("head_dim", limit="width") if raw.get("head_dim") is not None else 0
+    head_dim = get("head_dim", limit="width") if raw.get("head_dim") is not None else QWEN3_HEAD_DIM.get(kind, 0)
     if not head_dim:
         divides("num_attention_heads", "hidden_size", heads, d, "give head_dim, or heads that divide the width")
+    if (head_dim or d // heads) % 2:
+        raise BadModelFile(
+            f"{name}: head_dim = {head_dim or d // heads} is odd; RoPE rotates pairs of a head's dimensions: "
+            "expected an even head_dim"
+        )
     divides(
         "num_key_value_heads",
         "num_attention_heads",
@@ -251,12 +261,18 @@ def sliding_window(raw: dict, kind: str, name: str) -> int:
         return 0
     if isinstance(window, bool) or not isinstance(window, int) or window < 1:
         raise BadModelFile(f"{name}: field 'sliding_window' is {window!r}; expected a positive integer or null")
-    if kind in QWEN_TYPES and raw.get("max_window_layers", 0) not in (0, None):
-        raise BadModelFile(
-            f"{name}: field 'max_window_layers' = {raw['max_window_layers']!r} with use_sliding_window gives "
-            "the layers different attention, which is not modelled; accepted: 0 (every layer windowed) or "
-            "use_sliding_window false"
-        )
+    if kind in QWEN_TYPES:  # layers from max_window_layers on slide, as transformers builds them
+        first = raw.get("max_window_layers", QWEN_MAX_WINDOW_LAYERS)
+        layers = raw.get("num_hidden_layers")
+        if isinstance(first, int) and not isinstance(first, bool) and isinstance(layers, int) and first >= layers:
+            return 0  # no layer slides
+        if first != 0:
+            raise BadModelFile(
+                f"{name}: field 'max_window_layers' = {first!r} (transformers' default is "
+                f"{QWEN_MAX_WINDOW_LAYERS}) with use_sliding_window windows some layers only, which is not "
+                "modelled; accepted: 0 (every layer windowed), at least num_hidden_layers (none), or "
+                "use_sliding_window false"
+            )
     kinds = raw.get("layer_types")
     if kinds is not None:
         if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds):

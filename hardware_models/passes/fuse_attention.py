@@ -207,6 +207,7 @@ class _Matcher:
             facts = dict(
                 causal_queries=causal,
                 computed_share=causal_share(causal, kv_len, self.skip_tile) if causal and self.skip_tile else 1.0,
+                skip_tile=tuple(self.skip_tile or ()),
                 query_rows=rows,
                 kv_heads=kv_total,
                 kv_heads_per_sequence=per_sequence,

@@ -102,9 +102,8 @@ def deploy(
                 "each request's whole prompt + output is reserved at admission (no paging, no preemption)"
             )
             engine = replace(engine, cache="reserved", block_tokens=1, preempt=False)
-        if chips is None:
-            probe = lower({"batch": engine.max_batch, "seq": min(longest, max_positions), "mode": "decode"})
-            chips = split_attention(probe, target, None)[2]
+        probe = lower({"batch": engine.max_batch, "seq": min(longest, max_positions), "mode": "decode"})
+        chips = split_attention(probe, target, chips)[2]  # the fewest the largest step needs, or the user's, checked
         cache_tokens = (chips * usable - weight_bytes) // token_bytes
     else:
         if chips is None:

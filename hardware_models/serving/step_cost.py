@@ -124,10 +124,13 @@ class StepCosts:
         }
 
 
-def split_attention(module: Module, target: Target, chips: int | None) -> tuple[float, float, int, float]:
+def split_attention(
+    module: Module, target: Target, chips: int | None, shared: bool = False
+) -> tuple[float, float, int, float]:
     """(seconds outside attention kernels, seconds in them, chips used, the share of the scores
-    they compute: the first kernel's AttentionShape.computed_share, 1 without one) of one graph."""
-    plan = compile_plan(module, target, chips=chips)
+    they compute: the first kernel's AttentionShape.computed_share, 1 without one) of one graph;
+    `shared`: `chips` is the deployment's, which a smaller graph of the grid runs on too."""
+    plan = compile_plan(module, target, chips=chips, shared_chips=shared)
     est = estimate(module, target, "", plan)
     attention = sum(g.cost.time_s * g.repeats for g in est.groups if g.kind == "attention")
     share = next((shape.computed_share for shape in plan.attention.values()), 1.0)
@@ -152,7 +155,7 @@ def build_step_costs(
     for tokens in token_grid(largest_step, prompts):
         batch = -(-tokens // max_positions)
         seq = -(-tokens // batch)
-        rest, attention, _, share = split_attention(lower({"batch": batch, "seq": seq}), target, chips)
+        rest, attention, _, share = split_attention(lower({"batch": batch, "seq": seq}), target, chips, shared=True)
         dense.append((batch * seq, rest))
         if batch == 1:
             prefill.append((seq, attention, share))
@@ -166,7 +169,9 @@ def build_step_costs(
         for length in (low, high):
             try:
                 times.append(
-                    split_attention(lower({"batch": requests, "seq": length, "mode": "decode"}), target, chips)[1]
+                    split_attention(
+                        lower({"batch": requests, "seq": length, "mode": "decode"}), target, chips, shared=True
+                    )[1]
                 )
             except InvalidShape:
                 break

@@ -158,7 +158,13 @@ def test_transformers_5s_rope_parameters_carry_theta_and_scaling():
         ({"model_type": "bert"}, "valid: llama, mistral, qwen2, qwen3, mixtral, gpt2"),
         ({"model_type": "mistral", "sliding_window": 0}, "'sliding_window' is 0; expected a positive integer"),
         ({"model_type": "mistral", "sliding_window": "4096"}, "'sliding_window' is '4096'"),
-        ({"use_sliding_window": True}, "'max_window_layers' = 24 with use_sliding_window"),
+        (
+            {"use_sliding_window": True, "max_window_layers": 12},
+            "'max_window_layers' = 12 (transformers' default is 28)",
+        ),
+        ({"use_sliding_window": True, "max_window_layers": None}, "'max_window_layers' = None"),
+        ({"head_dim": 63}, "head_dim = 63 is odd"),
+        ({"hidden_size": 910, "num_attention_heads": 14}, "head_dim = 65 is odd"),
         (
             {"model_type": "mistral", "sliding_window": 8, "layer_types": ["sliding_attention", "full_attention"]},
             "mixes full_attention, sliding_attention",
@@ -188,6 +194,22 @@ def test_a_sliding_window_on_every_layer_is_modelled_and_none_is_full_attention(
     assert config_from_hf(QWEN25_05B, "q").sliding_window == 0  # its window is unused
     every = {**QWEN25_05B, "use_sliding_window": True, "max_window_layers": 0}
     assert config_from_hf(every, "q").sliding_window == 32768
+    none = {**QWEN25_05B, "use_sliding_window": True, "max_window_layers": 24}  # from layer 24 of 24: none slides
+    assert config_from_hf(none, "q").sliding_window == 0
+
+
+def test_qwen3s_head_dim_defaults_to_transformers_128_not_the_width_over_the_heads():
+    raw = {k: v for k, v in QWEN3_8B.items() if k != "head_dim"}
+    assert config_from_hf({**raw, "hidden_size": 5120, "num_attention_heads": 64}, "q").head_dim == 128
+
+
+def test_a_number_too_long_to_read_is_refused_in_one_line(tmp_path):
+    from reference.hf_config import load_config_file
+
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama", "hidden_size": 1' + "0" * 5000 + "}")
+    with pytest.raises(BadModelFile, match="a number too long to read"):
+        load_config_file(str(path))
 
 
 def test_a_bad_file_is_one_line(tmp_path):

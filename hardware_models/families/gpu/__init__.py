@@ -108,10 +108,12 @@ def _candidate(shape: GemmShape, target: Target, out_bytes: int, tm: int, tn: in
 def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int, tiles=CANDIDATE_TILES) -> list[Tiling]:
     """Every (tile, split-K) choice the compiler considers for `shape`, in preference order;
     `tiles`: the library's thread-block tiles, largest first (cuBLAS's here; hipBLASLt's on AMD)."""
-    mma_m = target.view.mma_m
+    # tensor-core types pad m, n and k to whole MMAs; f32 and f64 run on the CUDA cores (no TF32),
+    # unpadded (a Blackwell MMA's 64 rows would otherwise charge an f32 GEMV 64 times its rows)
+    on_matrix_units = shape.dtype in target.view.tensor_peaks
+    mma_m = target.view.mma_m if on_matrix_units else 1
     width = element_bytes(shape.dtype)
-    # tensor-core types pad k to whole MMAs; f32 and f64 run on the CUDA cores (no TF32), unpadded
-    tk = target.view.mma_k_bytes // width if width <= 2 else 1
+    tk = target.view.mma_k_bytes // width if width <= 2 and on_matrix_units else 1
     tiles = dict.fromkeys((min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in tiles)
     k_steps = ceil_div(shape.k, tk)
     splits = [s for s in SPLIT_K if s == 1 or ceil_div(k_steps, s) * tk >= MIN_K_SLICE]

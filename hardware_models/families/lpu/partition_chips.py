@@ -10,7 +10,8 @@ weights, inputs, a KV cache; a regional block's weights once per layer — in SR
 --chips N may spread the program wider, up to the chips its arguments and results need (a
 prefill's results hold the KV cache its decode step reads) or, if more, one output column of the
 narrowest weight matrix per chip x the layers (a regional model; the kernels of a flat program):
-beyond that a chip would hold no work. It then adds the
+beyond that a chip would hold no work (predict's prefill, on the chips its decode step's cache
+needs, takes them: compile_plan's shared_chips). It then adds the
 chip-to-chip traffic as transfer groups: a hop of the hidden state between
 consecutive stages (stages - 1 per pass), and with tensor_parallel > 1 two all-reduces of the
 hidden state per layer (after attention and after the MLP). Their times are in families/lpu/cost.py.
@@ -50,7 +51,7 @@ def partition_chips(module: Module, plan: Plan, target: Target) -> Plan:
         # graph then reads as an argument, on as many chips as that needs) holds work too
         written = ceil_div(needed + sum(t.nbytes for t in module.main.results), whole)
         most = max(chips, per_layer * stages, written)
-        if plan.requested_chips > most:
+        if plan.requested_chips > most and not plan.chips_shared:
             raise InvalidShape(
                 target.name,
                 "chips",

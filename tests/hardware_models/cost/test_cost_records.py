@@ -214,6 +214,19 @@ def test_lpu_chips_may_reach_what_a_programs_results_fill(chips, ok):
     assert compile_plan(module, tgt, chips=chips).partition.chips == chips
 
 
+def test_a_graph_on_another_graphs_chips_takes_more_than_it_could_fill():
+    """predict runs a prefill on the chips its decode step's cache needs (compile_plan's
+    shared_chips): beyond what the prefill alone could fill, the chips stay, idle, not refused."""
+    from hardware_models.calibration import gemm_module
+    from reference.errors import InvalidShape
+
+    tgt = get_target("groq-lpu").with_overrides({"levels.sram.bytes": 20_000})
+    module = gemm_module(4096, 4, 16, "bf16")
+    with pytest.raises(InvalidShape, match="at most 10"):
+        compile_plan(module, tgt, chips=12)
+    assert compile_plan(module, tgt, chips=12, shared_chips=True).partition.chips == 12
+
+
 def test_one_lpu_chip_adds_no_transfers():
     plan = compile_plan(_regional(3), get_target("groq-lpu"))
     assert plan.partition.chips == 1 and not [g for g in plan.groups if g.kind == "transfer"]
