@@ -94,6 +94,7 @@ def deployment(
         longest=longest,
         prompts=prompts,
         chips=chips,
+        window=config.sliding_window,
     )
 
 
@@ -122,6 +123,7 @@ def serve(
         warmup=warmup,
         stagger=stagger,
         progress=progress,
+        window=placed.window,
     )
     return placed, result
 
@@ -161,6 +163,7 @@ def capacity(
         placed.engine,
         cache_blocks=placed.cache_blocks,
         concurrency=1,
+        window=placed.window,
     ).summary
 
     def run(load, cap):
@@ -172,6 +175,7 @@ def capacity(
             cache_blocks=placed.cache_blocks,
             concurrency=shaped.in_flight,
             warmup=warmup,
+            window=placed.window,
         ).summary
 
     best, trials = search(run, slo, mode=mode, batch_caps=caps, start=1 / alone["e2e_s"]["mean"], progress=progress)

@@ -50,6 +50,7 @@ class Deployment:
     engine: EngineConfig
     costs: StepCosts
     notes: tuple[str, ...] = ()
+    window: int = 0  # the model's sliding window (0: none): what a request's cache holds at most
 
     @property
     def cache_blocks(self) -> int:
@@ -65,6 +66,7 @@ class Deployment:
             "kv_bytes_per_token": self.token_bytes,
             "cache_tokens": self.cache_tokens,
             "engine": self.engine.to_dict(),
+            "sliding_window": self.window,
             "notes": list(self.notes),
         }
 
@@ -82,12 +84,15 @@ def deploy(
     longest: int,
     prompts: tuple[int, ...] = (),
     chips: int | None = None,
+    window: int = 0,
 ) -> Deployment:
     """Chips, cache and step costs of one model on `target` (module doc).
 
     Args:
         lower: shapes -> the model's IR (the application lowers; hardware_models imports no framework).
         longest: the longest request (prompt + output tokens); prompts: lengths to cost exactly.
+        window: the model's sliding window (0: none): a request's cache holds at most its window
+            and one block (kv_cache), which sizes the chips and the cache's smallest request.
 
     Raises:
         InvalidShape: the weights leave no room for one request's cache on the chips.
@@ -95,6 +100,16 @@ def deploy(
     unit = target.family_record.chip_unit
     notes = []
     usable = int(target.usable_main_memory_bytes)
+    reads = longest  # the longest request's keys a decode step reads (its window's, with one)
+    if window:
+        reads = min(longest, window)
+        held = min(longest, window + engine.block_tokens)
+        if held < longest:
+            notes.append(
+                f"a sliding window of {window:,} tokens: a request's cache holds at most {held:,} of its "
+                f"{longest:,} tokens, and a decode step reads at most {window:,} keys"
+            )
+        longest = held
     if target.level("main").on_chip:
         if engine.cache != "reserved" or engine.block_tokens != 1:
             notes.append(
@@ -138,9 +153,9 @@ def deploy(
         max_batch=engine.max_batch,
         max_positions=max_positions,
         cache_tokens=cache_tokens,
-        longest=longest,
+        longest=reads,
         prompts=prompts if len(prompts) <= 4 else (),
     )
     return Deployment(
-        model, target.name, chips, unit, weight_bytes, token_bytes, cache_tokens, engine, costs, tuple(notes)
+        model, target.name, chips, unit, weight_bytes, token_bytes, cache_tokens, engine, costs, tuple(notes), window
     )

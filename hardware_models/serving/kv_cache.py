@@ -13,6 +13,10 @@ Two admission policies (the simulator's `cache`):
               places every buffer before the program runs)
 Worked number: blocks of 16, a 1000-token prompt takes 63 blocks (1008 slots); its 9th output
 token makes 1009 tokens and a 64th block.
+
+A sliding window of W tokens (a model whose every layer attends to its last W positions) needs
+only those: a request holds at most the blocks of W + block_tokens tokens (its window and the
+block its oldest key sits in), as vLLM's sliding-window manager frees the blocks behind it.
 """
 
 from __future__ import annotations
@@ -29,13 +33,18 @@ class BlockPool:
     capacity: int  # blocks
     block_tokens: int
     used: int = 0
+    window: int = 0  # the model's sliding window (0: none): the tokens a request's cache holds at most
 
     @property
     def free(self) -> int:
         return self.capacity - self.used
 
+    def held(self, tokens: int) -> int:
+        """The tokens of `tokens` the cache keeps: all, or a sliding window's and its oldest block's."""
+        return min(tokens, self.window + self.block_tokens) if self.window else tokens
+
     def blocks(self, tokens: int) -> int:
-        return ceil_div(tokens, self.block_tokens)
+        return ceil_div(self.held(tokens), self.block_tokens)
 
     def take(self, n: int) -> bool:
         """Take n blocks if that many are free."""

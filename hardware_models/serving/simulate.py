@@ -121,16 +121,19 @@ def simulate(
     warmup: int = 0,
     stagger: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    window: int = 0,
 ) -> ServingResult:
     """Run the requests (module doc). Closed loop when `concurrency` is given (the specs' arrival
     times are ignored: the first `concurrency` arrive at 0, each later one when another ends),
-    else at the specs' arrival times.
+    else at the specs' arrival times. `window`: the model's sliding window (0: none): a request's
+    cache holds at most its blocks (kv_cache), and a step reads at most that many of its keys.
 
     Raises:
         InvalidShape: the cache cannot hold the longest request's prompt (paged) or whole length
             (reserved), so it could never run.
     """
-    pool = BlockPool(cache_blocks, engine.block_tokens)
+    pool = BlockPool(cache_blocks, engine.block_tokens, window=window)
+    seen = (lambda n: min(n, window)) if window else (lambda n: n)  # the keys a query reads
     need = max(
         (pool.blocks(s.input_len + (s.output_len if engine.cache == "reserved" else 0)) for s in specs), default=0
     )
@@ -167,8 +170,8 @@ def simulate(
             continue
         step = sched.next_step()
         preemptions += step.preempted
-        cached = sum(r.cached + 1 for r in step.decodes)
-        now += costs.step_s([(c, r.cached) for r, c in step.chunks], len(step.decodes), cached)
+        cached = sum(seen(r.cached + 1) for r in step.decodes)
+        now += costs.step_s([(c, seen(r.cached)) for r, c in step.chunks], len(step.decodes), cached)
         made = []
         for r, c in step.chunks:
             r.cached += c

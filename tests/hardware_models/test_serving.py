@@ -33,6 +33,22 @@ def test_block_arithmetic_by_hand():
     assert pool.blocks(1) == 1 and pool.blocks(16) == 1 and pool.blocks(17) == 2
 
 
+@pytest.mark.parametrize("tokens", [1, 63, 65, 129, 1000])
+def test_a_sliding_window_holds_at_most_its_window_and_a_block(tokens):
+    """Rule of a windowed cache (vLLM's sliding-window manager): the blocks behind the window are
+    freed, so a request holds blocks(min(tokens, window + block)) whatever its length."""
+    pool = BlockPool(100, 16, window=64)
+    assert pool.blocks(tokens) == -(-min(tokens, 64 + 16) // 16)
+
+
+def test_with_a_window_a_decode_step_reads_at_most_the_window():
+    """One request alone: its decode steps cost the window's keys once past it, not its length."""
+    result = run(Workload(requests=1, input_len=512, output_len=65, concurrency=1), window=100)
+    steps = [COSTS.step_s([], 1, min(512 + j, 100)) for j in range(1, 65)]
+    assert result.summary["tpot_s"]["mean"] == pytest.approx(sum(steps) / 64)
+    assert result.summary["kv_cache"]["peak_occupancy"] * ROOMY == -(-(100 + 16) // 16)
+
+
 def test_grids_cover_their_ends():
     assert token_grid(8192) == (
         1,
