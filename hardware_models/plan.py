@@ -247,6 +247,7 @@ class AttentionShape:
     causal_queries: int = 0
     computed_share: float = 1.0
     skip_tile: tuple[int, ...] = ()  # the kernel's (query rows, keys) block where it skips masked ones
+    kv_positions: int = 0  # the positions of the K/V buffers it reads kv_len of (a sliding window; 0: all)
 
     @property
     def score_elements(self) -> int:
@@ -266,6 +267,7 @@ class AttentionShape:
                 if self.causal_queries
                 else ""
             )
+            + (f"; K and V the last {self.kv_len:,} of {self.kv_positions:,} positions" if self.kv_positions else "")
             + (f"; K and V split over {self.shards} chips by KV heads" if self.shards > 1 else "")
         )
 

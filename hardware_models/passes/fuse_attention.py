@@ -200,7 +200,12 @@ class _Matcher:
             )
             head_dim = gemm_shape(self.plan.ops[d1].op, "").k
             rows = self.plan.ops[d1].op.result_types[0].elements // max(kv_len, 1)
-            kv_total = max(1, v_type.elements // max(kv_len * head_dim, 1))
+            # a static slice of V in the chain (a sliding window's keys of a cache): its heads are the
+            # slice's, and the buffer it is cut from holds more positions than the kernel reads
+            sliced = [self.plan.ops[i].op.result_types[0] for i in v_ops if self.plan.ops[i].op.short_name == "slice"]
+            read = min(sliced, key=lambda t: t.elements) if sliced else v_type
+            kv_total = max(1, read.elements // max(kv_len * head_dim, 1))
+            positions = v_type.elements // max(kv_total * head_dim, 1) if sliced else 0
             batch = v_type.shape[0] if v_type.shape else 1
             per_sequence = kv_total // batch if batch and kv_total % batch == 0 else kv_total
             causal = self.causal_queries(constants, kv_len)
@@ -215,6 +220,7 @@ class _Matcher:
                 head_dim=head_dim,
                 dtype=self.plan.runs_as(v_type.dtype),
                 kv=(self.graph.root(k_root), self.graph.root(v_root)),
+                kv_positions=positions if positions > kv_len else 0,
             )
             return {i for i in inside if i in self.grouped}, facts
         return None
@@ -269,7 +275,12 @@ def fuse_attention(
         f"{plural(len(kernels), 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
         f"and writes O in main memory"
     )
-    return plan.with_(groups=tuple(groups), attention=shapes, notes=plan.notes + (note,))
+    windows = sorted({(s.kv_len, s.kv_positions) for s in shapes.values() if s.kv_positions})
+    notes = (note,) + tuple(
+        f"attention reads the last {w:,} of {n:,} cached positions (a sliding window: K and V sliced)"
+        for w, n in windows
+    )
+    return plan.with_(groups=tuple(groups), attention=shapes, notes=plan.notes + notes)
 
 
 def attention_placement(plan: Plan, graph: ValueGraph, group: Group, main: str, cache: str, keeps: bool) -> Placement:

@@ -277,3 +277,22 @@ def test_the_attention_kernel_between_other_kernels_of_a_repeated_block(target_n
         f"1 attention kernel fused ({stack}): scores stay on chip; each reads Q, K, V and writes O in main memory"
         in plan.notes
     )
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+@pytest.mark.parametrize("side", ["torch", "jax"])
+def test_a_sliding_window_decode_reads_only_its_window_of_the_cache(side):
+    """Mistral-7B-v0.1's 4,096-token window, one decode step against a 4,100-token cache: the
+    kernel takes the slice of K and V in, counts 8 KV heads (not the buffer's positions over the
+    window's) and reads the window's keys and values, 2 x 8 x 4,096 x 128 x 2 bytes, from HBM."""
+    from landscape.lowering import lower_named
+
+    module = lower_named("mistral-7b-v0.1", side, {"batch": 1, "seq": 4100, "mode": "decode", "layers": 1}, "bfloat16")
+    target = get_target("h100")
+    plan = compile_plan(module.module, target)
+    (gid, shape) = next(iter(plan.attention.items()))
+    assert (shape.kv_heads, shape.kv_len, shape.kv_positions) == (8, 4096, 4100)
+    kv_bytes = 2 * 8 * 4096 * 128 * 2
+    assert kv_bytes <= plan.placements[gid].at(target.main_memory_level) < kv_bytes * 1.01
+    assert any("the last 4,096 of 4,100 cached positions" in n for n in plan.notes)
