@@ -515,7 +515,12 @@ def _missing_keys(path: Path) -> list[str]:
     if family is None:
         return []
     missing = [k for k in ("schema", "name", "description") if k not in raw]
-    unknown = []  # a misspelt key is usually the missing one's twin: both are said
+    sections = sorted([*family.schema, "levels", "dtypes"])  # as the loader names them
+    unknown = [  # a misspelt key or section is usually the missing one's twin: both are said
+        str(BadTargetFile(path, name, f"unknown section; valid: {', '.join(sections)}"))
+        for name, value in raw.items()
+        if isinstance(value, dict) and name not in sections
+    ]
     for section, keys in family.schema.items():
         table = raw.get(section) if isinstance(raw.get(section), dict) else {}
         missing += [f"{section}.{key}" for key in keys if key not in table]

@@ -251,6 +251,14 @@ def test_a_users_file_is_checked_listing_every_key_it_lacks_then_what_else_is_wr
     (problem,) = check_target_file(off)
     assert "peak.bf16_flop_per_s" in problem and "stated 9e+14" in problem and "gives 9.89" in problem
     assert check_target_file(get_target("h100").path) == []
+    misspelt = tmp_path / "misspelt.toml"  # a misspelt section: its keys missing, and the section named
+    misspelt.write_text(text.replace("[fitted]", "[fited]", 1))
+    problems = check_target_file(misspelt)
+    assert "field 'fitted.gemm_efficiency': missing" in problems[0]
+    assert problems[-1].endswith(
+        "field 'fited': unknown section; valid: "
+        + ", ".join(["chip", "dtypes", "fitted", "host", "interconnect", "levels", "peak", "schedule"])
+    )
     assert check_target_file(tmp_path / "none.toml") == [
         f"{tmp_path / 'none.toml'}: cannot be read: No such file or directory"
     ]
