@@ -13,11 +13,12 @@ The pattern, recognized on the IR of both sides (torch-mlir and JAX lower it dif
          an exponential and a reduction, and nothing outside it may read its values
     O  = D2 = dot(P, V')                           P on either side of the dot
     Q', K', V' = Q, K, V through layout and type ops (convert, transpose, reshape, broadcast: the
-         GQA repeat; a multiply or divide by a constant: the softmax scale), each read only here
+         GQA repeat; a multiply or divide by a constant: the softmax scale; a static slice: the
+         keys a sliding window reads of a cache), each read only here
     O then through converts and transposes read only by the next op
 
-A causal mask (exactly one ordering compare of iota positions among the constants the softmax
-reads, shaped [.., queries, kv_len]: causal_queries) is recorded with the share of the score square
+A causal mask (an ordering compare of iota positions among the constants the softmax reads,
+shaped [.., queries, kv_len]: causal_queries) is recorded with the share of the score square
 the kernel computes (plan.causal_share, given the family's skip_tile: FlashAttention and the Pallas
 flash kernel skip every key block a query block cannot see; a family without a skip_tile, the
 CPU's ATen kernel, is costed on the whole square). Two compares (a sliding window's band): the
