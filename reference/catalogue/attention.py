@@ -48,9 +48,7 @@ def apply_rope(x_bnth: np.ndarray, cos_th: np.ndarray, sin_th: np.ndarray) -> np
     return x_bnth * cos_th + rotated * sin_th
 
 
-def attention(
-    q_bnth: np.ndarray, k_bksh: np.ndarray, v_bksh: np.ndarray, causal: bool, window: int = 0
-) -> np.ndarray:
+def attention(q_bnth: np.ndarray, k_bksh: np.ndarray, v_bksh: np.ndarray, causal: bool, window: int = 0) -> np.ndarray:
     """softmax(q k^T / sqrt(H) + mask) v, query head n reading kv head n // G.
 
     The causal mask is aligned bottom-right: query t (of T) sees keys s <= t + S - T, so a
