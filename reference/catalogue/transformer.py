@@ -18,7 +18,7 @@ from reference.catalogue.attention import (
     rope_cos_sin,
     rope_inv_freq,
 )
-from reference.catalogue.mlp import mlp, mlp_weights, moe, moe_weights
+from reference.catalogue.mlp import mlp, mlp_weights, moe, moe_weights, projection_terms
 from reference.catalogue.norms import layernorm, rmsnorm
 from reference.errors import InvalidShape
 from reference.models import ModelConfig, get_model, load_models
@@ -95,6 +95,8 @@ def decoder_weights(cfg: ModelConfig) -> dict[str, TensorSpec]:
 
 # ---------------------------------------------------------------- float64 forward
 
+TINY = np.finfo(float).tiny  # a zero norm's divisor: its gain is then huge, never a division by zero
+
 
 def _norm(cfg, x, w, name):
     if cfg.norm == "layernorm":
@@ -115,8 +117,12 @@ def write_slots(cache_bksh: np.ndarray, new_bkth: np.ndarray, past: int) -> np.n
     return out
 
 
-def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=None):
+def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=None, parts=None, qk_gain=None):
     """One pre-norm block. Returns (y_btd, k_bksh, v_bksh), the cache including the new tokens.
+    `parts`, a list: the block's two additions to the residual stream are appended to it
+    (attention's output projection, then the MLP's), and with QK-norm, to `qk_gain` the largest
+    root-sum-square of a head's projection terms over that head's norm, of the queries and of
+    the keys (`residual_terms`).
 
     k_cache, v_cache (decode): [B, K, S, H] buffers of the whole sequence, the new tokens' slots
     last (their contents are ignored); the new keys and values are written into those slots, as
@@ -130,6 +136,11 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
     k_bkth = _proj(hx, w, f"{prefix}attn.k_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
     v_bkth = _proj(hx, w, f"{prefix}attn.v_proj").reshape(b, t, kv, h).transpose(0, 2, 1, 3)
     if cfg.qk_norm:  # Qwen3: each head's query and key RMS-normalized over head_dim, before RoPE
+        if qk_gain is not None:  # the heads' cancellation, as residual_terms reads it
+            for proj, heads in (("q_proj", q_bnth), ("k_proj", k_bkth)):
+                spread = projection_terms(hx, w[f"{prefix}attn.{proj}.weight"])
+                spread = spread.reshape(b, t, -1, h).transpose(0, 2, 1, 3).sum(-1)
+                qk_gain.append(float((np.sqrt(spread) / np.maximum(np.sqrt((heads**2).sum(-1)), TINY)).max()))
         q_bnth = rmsnorm(q_bnth, w[f"{prefix}attn.q_norm.weight"], cfg.norm_eps)
         k_bkth = rmsnorm(k_bkth, w[f"{prefix}attn.k_norm.weight"], cfg.norm_eps)
     if cfg.uses_rope:
@@ -143,29 +154,83 @@ def block_forward(cfg: ModelConfig, x_btd, w, prefix="", k_cache=None, v_cache=N
         .transpose(0, 2, 1, 3)
         .reshape(b, t, n * h)
     )
-    x_btd = x_btd + _proj(attn_btd, w, f"{prefix}attn.o_proj")
+    attn_out = _proj(attn_btd, w, f"{prefix}attn.o_proj")
+    x_btd = x_btd + attn_out
     hx = _norm(cfg, x_btd, w, f"{prefix}mlp_norm")
     if cfg.n_experts:
         ff = moe(hx.reshape(b * t, -1), w, cfg.n_experts, cfg.top_k, f"{prefix}mlp.").reshape(hx.shape)
     else:
         ff = mlp(hx, w, cfg.mlp_kind, f"{prefix}mlp.")
+    if parts is not None:
+        parts += [attn_out, ff]
     return x_btd + ff, k_bkth, v_bkth
 
 
-def decoder_forward(cfg: ModelConfig, ids_bt, w, k_cache=None, v_cache=None):
+def decoder_forward(cfg: ModelConfig, ids_bt, w, k_cache=None, v_cache=None, parts=None, qk_gain=None):
     """Embedding, n_layers blocks, final norm, LM head. Returns logits [B, T, V].
 
-    k_cache, v_cache (decode): [L, B, K, S, H], the new tokens' slots last (see block_forward)."""
+    k_cache, v_cache (decode): [L, B, K, S, H], the new tokens' slots last (see block_forward).
+    `parts`, a list: every addition to the residual stream is appended, the embedding first
+    (and to `qk_gain`, each block's; see block_forward)."""
     past = 0 if k_cache is None else k_cache.shape[3] - ids_bt.shape[1]
     x = w["embed.weight"][ids_bt]
+    added = [x]
     if cfg.style == "gpt2":
-        x = x + w["pos_embed.weight"][past : past + ids_bt.shape[1]]
+        added.append(np.broadcast_to(w["pos_embed.weight"][past : past + ids_bt.shape[1]], x.shape))
+        x = x + added[-1]
     for i in range(cfg.n_layers):
         caches = (None, None) if k_cache is None else (k_cache[i], v_cache[i])
-        x, _, _ = block_forward(cfg, x, w, f"layers.{i}.", *caches)
+        x, _, _ = block_forward(cfg, x, w, f"layers.{i}.", *caches, parts=added, qk_gain=qk_gain)
+    if parts is not None:
+        parts += added
     x = _norm(cfg, x, w, "norm")
     head = w["embed.weight"] if cfg.tie_embeddings else w["lm_head.weight"]
     return x @ head.T
+
+
+def residual_terms(cfg: ModelConfig, parts: list, out_bt: np.ndarray, first: int, qk_gain=()) -> float:
+    """The bound's scale where the residual stream cancels before a norm reads it.
+
+    The stream is a sum of its additions c_k (`parts`); each is stored rounded, so the stream's
+    error is about u x R, R = the root-sum-square of the c_k, elementwise. Where the sum cancels
+    (|S| << R) the norm that reads it, S / rms(S) (LayerNorm: S less its mean), divides that
+    error by a small rms: its output's error is about u x a, a = ||R|| / ||S|| per row, against
+    u x 1 where nothing cancels (a is about 1 for uncorrelated additions). Every partial sum from
+    the `first`+1-th addition on is a norm's input (the next sub-block's, or the final norm's);
+    per row, the largest a times that row's largest output. Worked case (d_model 2, seq 63, two
+    layers, seed 1): row 22's stream has rms 0.064 where its additions are of order one, a about
+    17, and float16's error there reaches 8.5 u of the output's maximum. QK-norm (Qwen3) divides
+    a head's query or key, a projection's sum, by its norm the same way: the largest such gain of
+    any head (`qk_gain`, at least 1) multiplies every row's a, as its error reaches every row
+    through attention and then the stream.
+    """
+    total = np.zeros_like(parts[0], dtype=np.float64)
+    squares = np.zeros_like(total)
+    worst = np.zeros(total.shape[:-1])
+    for k, c in enumerate(parts):
+        total, squares = total + c, squares + c * c
+        if k < first:
+            continue
+        s = total - total.mean(-1, keepdims=True) if cfg.norm == "layernorm" else total
+        spread = np.sqrt(squares.sum(-1))
+        worst = np.maximum(worst, spread / np.maximum(np.sqrt((s * s).sum(-1)), TINY))
+    gain = max((1.0, *qk_gain))
+    return float((gain * worst * np.abs(out_bt).max(-1)).max()) if worst.size else 0.0
+
+
+def _decoder_terms(name):
+    def terms(s, x, w):
+        cfg, parts, gain = config_for(name, s), [], []
+        logits = decoder_forward(cfg, x["ids"], w, x.get("k_cache"), x.get("v_cache"), parts=parts, qk_gain=gain)
+        return residual_terms(cfg, parts, logits, 2 if cfg.style == "gpt2" else 1, gain)
+
+    return terms
+
+
+def _block_terms(s, x, w):
+    cfg, parts, gain = config_for("block", s), [x["x"]], []
+    y, _, _ = block_forward(cfg, x["x"], w, "", x.get("k_cache"), x.get("v_cache"), parts=parts, qk_gain=gain)
+    return residual_terms(cfg, parts[:2], y, 1, gain)  # the MLP's norm reads x + attention; y itself is no norm's input
 
 
 # ---------------------------------------------------------------- entries
@@ -302,6 +367,7 @@ BLOCK = Entry(
     check=_check_heads("block"),
     largest=_largest("block"),
     reduction=_reduction("block"),
+    terms=_block_terms,
     layout="returns (y, k_cache, v_cache): the cache after this step (prefill fills it, decode appends one token)",
     kind="kernel",
 )
@@ -324,6 +390,7 @@ DECODER = Entry(
     check=_check_heads("decoder"),
     largest=_largest("decoder"),
     reduction=_reduction("decoder"),
+    terms=_decoder_terms("decoder"),
 )
 
 
@@ -348,6 +415,7 @@ def model_entry(cfg: ModelConfig) -> Entry:
         check=_check_positions(cfg.name),
         largest=_largest(cfg.name),
         reduction=_reduction(cfg.name),
+        terms=_decoder_terms(cfg.name),
         kind="model",
     )
 

@@ -178,3 +178,19 @@ def test_expected_distinct_experts_by_hand(tokens, n, k, expected):
     from reference.catalogue.mlp import expert_capacity
 
     assert expert_capacity(tokens, n, k) == expected
+
+
+def test_a_residual_stream_that_does_not_cancel_leaves_the_decoders_bound_near_its_outputs():
+    """residual_terms: additions that do not cancel (the defaults, and a published model's first
+    layer) give a scale within 1.5x of max|ref|, so the bound stays tight where nothing cancels;
+    at d_model 2 (seed 1) row 22's stream cancels to a tenth of its additions and the scale
+    grows past 5x."""
+    for name, shapes in (("decoder", {}), ("block", {}), ("llama-3.1-8b", {"layers": 1, "seq": 8})):
+        entry = get_entry(name)
+        case = make_case(entry, entry.resolve(shapes), "float16", 0)
+        largest = max(float(np.abs(r).max()) for r in case.reference())
+        assert 0 < case.term_scale() < 1.5 * largest, name
+    tiny = {"seq": 63, "vocab": 129, "layers": 2, "n_heads": 1, "n_kv_heads": 1, "head_dim": 2, "d_ff": 1}
+    entry = get_entry("decoder")
+    case = make_case(entry, entry.resolve(tiny), "float16", 1)
+    assert case.term_scale() > 5 * float(np.abs(case.reference()[0]).max())

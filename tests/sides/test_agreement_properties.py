@@ -84,6 +84,18 @@ def test_a_down_projection_whose_terms_cancel_is_held_to_its_terms(runners):
     _assert_agrees(result)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_decoder_whose_residual_stream_cancels_before_a_norm_is_held_to_its_additions(dtype, runners):
+    """Hypothesis found this draw: d_model 2, so a token's residual stream (two numbers) can sum
+    to an rms of 0.064 from additions of order one; the norm that reads it divides their stored
+    roundings by that, and both sides reached 8.5 u (float16) of max|ref|. The bound's scale is
+    the additions' root-sum-square over the stream's, times the row's output (residual_terms)."""
+    shapes = {"batch": 1, "seq": 63, "vocab": 129, "layers": 2, "n_heads": 1, "n_kv_heads": 1, "head_dim": 2}
+    result = check_agreement("decoder", {**shapes, "d_ff": 1, "mode": "prefill"}, dtype, seed=1, runners=runners)
+    assert result.term_scale > 5 * max(float(abs(r).max()) for r in result.reference)
+    _assert_agrees(result)
+
+
 @pytest.mark.parametrize("stride_kernel", [(2, 2), (2, 3)])
 def test_a_bfloat16_convolution_on_shapes_onednn_gets_wrong_agrees(stride_kernel, runners):
     """Hypothesis found torch 2.13's oneDNN bfloat16 convolution 1e13 off at height 9, stride 2,
