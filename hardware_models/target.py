@@ -45,7 +45,7 @@ TAGS = ("P", "S", "D", "U", "F")
 
 # Element types by MLIR name that are checked against [dtypes]: the floating types and int8 (a
 # compute type for quantized matmuls); other integers are indices and masks every target handles.
-COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "i8")
+COMPUTE_DTYPES = ("f64", "f32", "bf16", "f16", "f8E4M3FN", "f8E5M2", "f8E4M3FNUZ", "f8E5M2FNUZ", "i8", "f4E2M1FN")
 QUANTITY_FIELDS = {"value", "source", "note", "derivation"}
 ROLES = ("main", "on-chip", "register")
 LEVEL_QUANTITIES = ("bytes", "bytes_per_s", "usable_fraction", "usable_bytes", "resident_fraction", "buffer_fraction")

@@ -15,6 +15,7 @@ result the contraction reads in place at the slice's own size.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -228,7 +229,7 @@ class ValueGraph:
         root = self.root(value)
         typ = self.types[root]
         per_element = element_bytes(self.runs_as.get(typ.dtype, typ.dtype))
-        return per_element if root in self.splat else per_element * typ.elements
+        return math.ceil(per_element if root in self.splat else per_element * typ.elements)
 
     def users(self, value: str) -> list[int]:
         """Ops that read the value, directly or through views (-1: returned)."""

@@ -20,8 +20,11 @@ def available_sides() -> tuple[str, ...]:
 # predict's --precision, as canonical names of reference.dtypes (shown by their short names: bf16,
 # fp16, fp8, int8). A float type is what the model is lowered in; an 8-bit one means W8A8 on a
 # bfloat16 model: weights, KV cache and matmul inputs in 8 bits, everything else in bfloat16.
-PRECISIONS = ("bfloat16", "float16", "float8_e4m3fn", "int8")
+PRECISIONS = ("bfloat16", "float16", "float8_e4m3fn", "int8", "float4_e2m1fn")
 W8A8_BASE = "bfloat16"
+# The KV cache's type where it differs from the weights': NVFP4/MXFP4 serving keeps it in fp8
+# (TensorRT-LLM's and vLLM's fp4 recipes quantize weights and activations to fp4, the cache to fp8).
+CACHE_TYPE = {"f4E2M1FN": "f8E4M3FN"}
 
 
 def precision_dtypes(precision: str) -> tuple[str, str | None]:
@@ -33,6 +36,20 @@ def precision_dtypes(precision: str) -> tuple[str, str | None]:
     """
     dtype = get_dtype(precision, PRECISIONS)
     return (dtype.name, None) if dtype.name in FLOAT_DTYPES else (W8A8_BASE, dtype.mlir)
+
+
+def precision_bytes(precision: str) -> tuple[float, float]:
+    """(bytes of a weight element, bytes of a KV cache element) at `precision`: fp4 -> (0.5, 1)."""
+    dtype = get_dtype(precision, PRECISIONS)
+    cache = CACHE_TYPE.get(dtype.mlir)
+    return dtype.bytes, (get_dtype(cache).bytes if cache else dtype.bytes)
+
+
+def quantize(module, element: str):
+    """quantize_weights at a precision's type, the KV cache in CACHE_TYPE's where it has one."""
+    from hardware_models.passes.quantize_weights import quantize_weights
+
+    return quantize_weights(module, element, CACHE_TYPE.get(element))
 
 
 def lower_named(name: str, side: str, shapes: dict, dtype: str, compile_xla: bool = False, flat: bool = False):
@@ -97,9 +114,8 @@ def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, ou
 
     The last decode step runs against a cache of input + output - 1 tokens, and the cache is sized
     for input + output; fp8 and int8 go through `quantize_weights` (weights, KV cache and matmul
-    inputs in 8 bits).
+    inputs in 8 bits), fp4 too (weights and their matmuls' inputs in 4 bits, the cache in fp8).
     """
-    from hardware_models.passes.quantize_weights import quantize_weights
     from hardware_models.predict import decode_lengths
     from reference.models import get_model
 
@@ -120,7 +136,7 @@ def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, ou
         modules = [lower_named(model_name, side, s, dtype).module for s in shapes]
     prefill, decodes = modules[0], list(zip(lengths, modules[1:]))
     if eight_bit:
-        prefill = quantize_weights(prefill, eight_bit)
-        decodes = [(length, quantize_weights(module, eight_bit)) for length, module in decodes]
-    cache_bytes = get_model(model_name).kv_cache_bytes(batch, input_len + output_len, get_dtype(precision).bytes)
+        prefill = quantize(prefill, eight_bit)
+        decodes = [(length, quantize(module, eight_bit)) for length, module in decodes]
+    cache_bytes = get_model(model_name).kv_cache_bytes(batch, input_len + output_len, precision_bytes(precision)[1])
     return prefill, decodes, cache_bytes

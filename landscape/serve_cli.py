@@ -6,6 +6,7 @@ lengths against the model's context, output folders) before torch or jax is impo
 from __future__ import annotations
 
 import contextlib
+import math
 
 import click
 
@@ -68,8 +69,9 @@ WITHOUT_HELP = (
     type=DTypeParam(PRECISIONS, short=True, kind="precision"),
     default="bf16",
     show_default=True,
-    help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16. "
-    "Also bfloat16, float16, f8E4M3FN, i8.",
+    help="bf16, fp16; or fp8 / int8: weights, KV cache and matmul inputs in 8 bits (W8A8), the rest bf16; "
+    "or fp4 (NVFP4/MXFP4): weights and their matmuls' inputs in 4 bits, the KV cache and attention in fp8. "
+    "Also bfloat16, float16, f8E4M3FN, i8, nvfp4, mxfp4.",
 )
 @click.option("--side", type=click.Choice(SIDES), default="jax", show_default=True)
 @click.option(
@@ -158,15 +160,15 @@ def choose_max_batch(model_name: str, target, chips: int | None, tokens: int, pr
     """(batch, chips, note) for --batch max: the chips are --chips, or the fewest (a power of two,
     as tensor parallelism takes them) that hold the weights and one sequence's cache."""
     from hardware_models.predict import fewest_chips, max_batch
+    from landscape.lowering import precision_bytes
     from reference.catalogue import get_entry
-    from reference.dtypes import get_dtype
     from reference.models import get_model
 
-    element = get_dtype(precision).bytes
+    element, cache_element = precision_bytes(precision)
     entry = get_entry(model_name)
     config = get_model(model_name)
-    weights = entry.n_weights(entry.resolve({})) * element
-    sequence = config.kv_cache_bytes(1, tokens, element)
+    weights = math.ceil(entry.n_weights(entry.resolve({})) * element)
+    sequence = config.kv_cache_bytes(1, tokens, cache_element)
     chips = chips or fewest_chips(target, weights, sequence, config.n_kv_heads)
     batch, note = max_batch(target, chips, weights, sequence, config.n_kv_heads)
     return batch, chips, note

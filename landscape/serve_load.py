@@ -11,6 +11,7 @@ inside functions) and hardware_models.serving. The Python API of `landscape serv
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 from hardware_models.serving import SLO, Deployment, EngineConfig, ServingResult, Workload, deploy, search, simulate
@@ -28,9 +29,9 @@ def _lowering(model: str, side: str, precision: str) -> Callable[[dict], object]
     def lower(key: tuple) -> object:
         module = lower_named(model, side, dict(key), dtype).module
         if eight_bit:
-            from hardware_models.passes.quantize_weights import quantize_weights
+            from landscape.lowering import quantize
 
-            module = quantize_weights(module, eight_bit)
+            module = quantize(module, eight_bit)
         return module
 
     return lambda shapes: lower(tuple(sorted(shapes.items())))
@@ -69,8 +70,8 @@ def deployment(
     chips: int | None = None,
 ) -> Deployment:
     """Chips, cache and step costs for serving `workload`'s requests (hardware_models.serving.deployment)."""
+    from landscape.lowering import precision_bytes
     from reference.catalogue import get_entry
-    from reference.dtypes import get_dtype
     from reference.errors import UnknownName
     from reference.models import get_model
 
@@ -78,7 +79,7 @@ def deployment(
         raise UnknownName("side for serve", side, SERVE_SIDES)
     target = _load(target)
     config, entry = get_model(model), get_entry(model)
-    element = get_dtype(precision).bytes
+    element, cache_element = precision_bytes(precision)
     specs = workload.specs()
     longest = max(s.input_len + s.output_len for s in specs)
     prompts = tuple(sorted({s.input_len for s in specs}))
@@ -86,8 +87,8 @@ def deployment(
         _lowering(model, side, precision),
         target,
         model=model,
-        weight_bytes=entry.n_weights(entry.resolve({})) * element,
-        token_bytes=config.kv_cache_bytes(1, 1, element),
+        weight_bytes=math.ceil(entry.n_weights(entry.resolve({})) * element),
+        token_bytes=config.kv_cache_bytes(1, 1, cache_element),
         kv_heads=config.n_kv_heads,
         max_positions=config.max_positions,
         engine=engine,

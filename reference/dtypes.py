@@ -6,9 +6,11 @@
     float16                  f16         fp16   2      f16, fp16, half
     float8_e4m3fn            f8E4M3FN    fp8    1      f8E4M3FN, fp8, e4m3
     int8                     i8          int8   1      i8
+    float4_e2m1fn            f4E2M1FN    fp4    0.5    f4E2M1FN, fp4, e2m1, nvfp4, mxfp4
 
-The catalogue runs and lowers in the three float types (FLOAT_DTYPES); the two 8-bit types are
-what `predict --precision fp8|int8` quantizes weights, KV cache and matmul inputs to.
+The catalogue runs and lowers in the three float types (FLOAT_DTYPES); the 8-bit types are what
+`predict --precision fp8|int8` quantizes weights, KV cache and matmul inputs to, and fp4 what it
+quantizes weights and matmul inputs to (the KV cache then in fp8; landscape/lowering.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ class DType:
         name: the canonical name: numpy's and the catalogue's ("bfloat16").
         mlir: the MLIR element type the IR writes ("bf16", "f8E4M3FN").
         short: the short name serving options use ("bf16", "fp8").
-        bytes: storage bytes per element.
+        bytes: storage bytes per element (fp4: half a byte; its block scales are not counted).
         aliases: other spellings accepted on the command line.
 
     numpy and ml_dtypes are imported on first use of `.numpy`, so that the command line can
@@ -40,7 +42,7 @@ class DType:
     name: str
     mlir: str
     short: str
-    bytes: int
+    bytes: float
     aliases: tuple[str, ...]
 
     @property
@@ -50,7 +52,7 @@ class DType:
         import ml_dtypes
         import numpy as np
 
-        return np.dtype(getattr(ml_dtypes, self.name) if self.name in ("bfloat16", "float8_e4m3fn") else self.name)
+        return np.dtype(getattr(ml_dtypes, self.name) if self.name in ML_DTYPES else self.name)
 
     @property
     def spellings(self) -> tuple[str, ...]:
@@ -64,7 +66,9 @@ DTYPES: tuple[DType, ...] = (
     DType("float16", "f16", "fp16", 2, ("f16", "fp16", "half")),
     DType("float8_e4m3fn", "f8E4M3FN", "fp8", 1, ("f8E4M3FN", "fp8", "e4m3")),
     DType("int8", "i8", "int8", 1, ("i8",)),
+    DType("float4_e2m1fn", "f4E2M1FN", "fp4", 0.5, ("f4E2M1FN", "fp4", "e2m1", "nvfp4", "mxfp4")),
 )
+ML_DTYPES = ("bfloat16", "float8_e4m3fn", "float4_e2m1fn")  # the types numpy takes from ml_dtypes
 BY_SPELLING: dict[str, DType] = {s.lower(): d for d in DTYPES for s in d.spellings}
 
 # The types the catalogue runs and lowers in (both sides implement these).

@@ -137,6 +137,10 @@ BAD_INPUTS = {
         ["predict", "--model", "tiny", "--target", "a100", "--precision", "fp8"],
         "a100 has no fp8; choose --precision bf16|fp16|int8",
     ),
+    "predict fp4 on a hopper": (
+        ["predict", "--model", "tiny", "--target", "h200", "--precision", "nvfp4"],
+        "h200 has no fp4; choose --precision bf16|fp16|fp8",
+    ),
     "predict a kernel": (["predict", "--model", "matmul", "--target", "h100"], "unknown model config 'matmul'"),
     "predict on too few chips": (
         ["predict", "--model", "llama-3.1-70b", "--target", "h100", "--chips", "1"],

@@ -104,6 +104,29 @@ def test_predict_in_fp8_streams_half_the_weights(capsys):
     assert fp8["decode_step_s"] < 0.8 * bf16["decode_step_s"]
 
 
+def test_predict_in_fp4_on_a_b200_keeps_an_fp8_cache_and_beats_fp8s_decode(capsys):
+    """NVFP4 (W4A4): the KV cache stays fp8, so its bytes equal fp8's; the weights stream in half
+    fp8's bytes, so a memory-bound decode step is faster, and the batch max counts half-byte weights."""
+    base = [
+        "predict",
+        "--model",
+        "llama-3.2-1b",
+        "--target",
+        "b200",
+        "--input-len",
+        "64",
+        "--output-len",
+        "16",
+        "--json",
+    ]
+    runs = {}
+    for precision in ("fp8", "fp4"):
+        assert cli.main([*base, "--precision", precision]) == 0
+        runs[precision] = json.loads(capsys.readouterr().out)
+    assert runs["fp4"]["kv_cache_bytes"] == runs["fp8"]["kv_cache_bytes"]
+    assert runs["fp4"]["decode_step_s"] < 0.9 * runs["fp8"]["decode_step_s"]
+
+
 def test_map_json_lists_every_family_and_the_measured_kv_cache(capsys):
     assert cli.main(["map", "--json", "--model", "llama-3.2-1b"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -17,8 +17,10 @@ from reference.errors import UnsupportedDtype
 
 # Bytes per element of each MLIR element type the IR holds (the 8-bit floats in every variant
 # StableHLO names; complex as two of its parts). A type that holds no data (a token) is 0 bytes;
-# any other type, sub-byte ones included (i4, f4E2M1FN: packing is not modelled), is refused on
-# import (`element_bytes`), so no tensor is ever counted as 0 bytes or as a guessed 4.
+# f4E2M1FN is half a byte (two a byte, packed, as NVFP4 and MXFP4 store them; their block scales,
+# one fp8 or e8m0 per 16 or 32 values, are not counted); any other type, other sub-byte ones
+# included (i4), is refused on import (`element_bytes`), so no tensor is ever counted as 0 bytes
+# or as a guessed 4. A tensor's bytes round up to whole bytes.
 ELEMENT_BYTES = {
     "f64": 8,
     "f32": 4,
@@ -32,6 +34,7 @@ ELEMENT_BYTES = {
     "f8E5M2FNUZ": 1,
     "f8E4M3B11FNUZ": 1,
     "f8E8M0FNU": 1,
+    "f4E2M1FN": 0.5,
     "i64": 8,
     "ui64": 8,
     "i32": 4,
@@ -48,7 +51,7 @@ ELEMENT_BYTES = {
 NO_DATA_PREFIXES = ("!stablehlo.token", "!mhlo.token", "tuple<")
 
 
-def element_bytes(dtype: str) -> int:
+def element_bytes(dtype: str) -> float:
     """Bytes per element of an MLIR element type; 0 for a token.
 
     Raises:
@@ -75,7 +78,7 @@ class TensorType:
 
     @property
     def nbytes(self) -> int:
-        return self.elements * element_bytes(self.dtype)
+        return math.ceil(self.elements * element_bytes(self.dtype))
 
     def __str__(self) -> str:
         return f"{self.dtype}[{','.join(map(str, self.shape))}]"

@@ -113,7 +113,7 @@ def gpu_candidates(shape: GemmShape, target: Target, out_bytes: int, tiles=CANDI
     on_matrix_units = shape.dtype in target.view.tensor_peaks
     mma_m = target.view.mma_m if on_matrix_units else 1
     width = element_bytes(shape.dtype)
-    tk = target.view.mma_k_bytes // width if width <= 2 and on_matrix_units else 1
+    tk = int(target.view.mma_k_bytes // width) if width <= 2 and on_matrix_units else 1
     tiles = dict.fromkeys((min(tm, round_up(shape.m, mma_m)), min(tn, round_up(shape.n, mma_m))) for tm, tn in tiles)
     k_steps = ceil_div(shape.k, tk)
     splits = [s for s in SPLIT_K if s == 1 or ceil_div(k_steps, s) * tk >= MIN_K_SLICE]
@@ -183,7 +183,7 @@ GPU = register(
             "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s", "flash_attention_fraction"),
             "host": ("flop_per_s",),
         },
-        optional={"peak": ("fp8_flop_per_s", "int8_op_per_s")},
+        optional={"peak": ("fp8_flop_per_s", "int8_op_per_s", "fp4_flop_per_s")},
         levels={
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "l2": ("bytes", "bytes_per_s", "resident_fraction"),

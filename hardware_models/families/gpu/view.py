@@ -72,6 +72,7 @@ PEAK_KEYS = {
     "f8E4M3FNUZ": "peak.fp8_flop_per_s",
     "f8E5M2FNUZ": "peak.fp8_flop_per_s",
     "i8": "peak.int8_op_per_s",
+    "f4E2M1FN": "peak.fp4_flop_per_s",
 }
 
 

@@ -85,3 +85,34 @@ def test_a_transpose_of_a_weight_is_narrowed_and_the_matmul_reading_it_too():
     assert transpose.operand_types[0].dtype == transpose.result_types[0].dtype == "f8E4M3FN"
     assert [t.dtype for t in dot.operand_types] == ["f8E4M3FN", "f8E4M3FN"]
     assert bcast.result_types[0].dtype == "bf16" and add.result_types[0].dtype == "bf16"
+
+
+def test_fp4_quarters_a_decode_matmuls_bytes_on_a_b200_and_an_h100_refuses_it():
+    """W4A4 (NVFP4): the weight is half a byte an element, so a memory-bound decode matmul's
+    roofline time is a quarter of bf16's; the H100 has no fp4 tensor cores and refuses it."""
+    module = linear_gelu(1, 8192, 8192)
+    b200 = get_target("b200")
+    bf16 = estimate(module, b200).total
+    fp4 = estimate(quantize_weights(module, "f4E2M1FN"), b200).total
+    assert fp4.time_s - fp4.schedule_s == pytest.approx((bf16.time_s - bf16.schedule_s) / 4, rel=0.1)
+    with pytest.raises(UnsupportedDtype, match="f4E2M1FN"):
+        estimate(quantize_weights(module, "f4E2M1FN"), get_target("h100"))
+
+
+def test_with_an_fp8_cache_the_cache_and_attentions_contractions_stay_fp8():
+    """fp4 serving (quantize_weights(cache=...)): a rank-4 argument (a layer's KV cache) and a
+    contraction that reads no weight (attention's) take the cache's type; weights take fp4."""
+    from reference.ir import parse_stablehlo
+
+    text = """func.func @main(%w: tensor<64x64xbf16>, %x: tensor<2x8x64xbf16>, %k: tensor<2x4x8x64xbf16>) -> tensor<2x4x8x8xbf16> {
+  %0 = stablehlo.dot_general %x, %w, contracting_dims = [2] x [0] : (tensor<2x8x64xbf16>, tensor<64x64xbf16>) -> tensor<2x8x64xbf16>
+  %1 = stablehlo.reshape %0 : (tensor<2x8x64xbf16>) -> tensor<2x1x8x64xbf16>
+  %2 = stablehlo.broadcast_in_dim %1, dims = [0, 1, 2, 3] : (tensor<2x1x8x64xbf16>) -> tensor<2x4x8x64xbf16>
+  %3 = stablehlo.dot_general %2, %k, batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3] : (tensor<2x4x8x64xbf16>, tensor<2x4x8x64xbf16>) -> tensor<2x4x8x8xbf16>
+  return %3 : tensor<2x4x8x8xbf16>
+}"""
+    module = quantize_weights(parse_stablehlo(text), "f4E2M1FN", "f8E4M3FN")
+    assert [t.dtype for _, t in module.main.args] == ["f4E2M1FN", "f4E2M1FN", "f8E4M3FN"]  # w, x, k
+    projection, attention = (op for op in module.main.ops if op.short_name == "dot_general")
+    assert {t.dtype for t in projection.operand_types} == {"f4E2M1FN"}
+    assert {t.dtype for t in attention.operand_types} == {"f8E4M3FN"}

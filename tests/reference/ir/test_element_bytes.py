@@ -29,7 +29,14 @@ def test_a_token_holds_no_bytes():
     assert element_bytes("!stablehlo.token") == 0
 
 
-@pytest.mark.parametrize("dtype", ["i4", "f4E2M1FN", "index", "f80"])
+def test_fp4_is_half_a_byte_and_a_tensor_rounds_up_to_whole_bytes():
+    """E2M1 packs two values a byte (NVFP4, MXFP4): 15 of them take 8 bytes, never 7.5."""
+    assert element_bytes("f4E2M1FN") == 0.5
+    assert TensorType((3, 5), "f4E2M1FN").nbytes == 8
+    assert TensorType((8192, 8192), "f4E2M1FN").nbytes == 8192 * 8192 // 2
+
+
+@pytest.mark.parametrize("dtype", ["i4", "f6E2M3FN", "index", "f80"])
 def test_any_other_type_is_refused_naming_the_known_ones(dtype):
     with pytest.raises(UnsupportedDtype) as err:
         element_bytes(dtype)
