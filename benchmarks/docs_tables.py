@@ -320,6 +320,29 @@ def cli_times() -> str:
     )
 
 
+def your_model() -> str:
+    """your_model.csv (benchmarks/your_model.py): the example config.json's `landscape predict` as a
+    transcript, and the built-in entry's end to end beside it."""
+    rows = {r["model"]: r for r in _rows("your_model.csv")}
+    config, entry = rows["examples/llama-3.2-1b/config.json"], rows["llama-3.2-1b"]
+    return (
+        "```\n"
+        f"$ landscape predict --model examples/llama-3.2-1b/config.json --target {config['target']}"
+        f"      # {config['wall_s']} s here\n"
+        f"examples/llama-3.2-1b/config.json on {config['target']} (1 chip, bf16, batch 1, 2048 in / 256 out, "
+        "jax lowering)\n"
+        f"  time to first token      {config['ttft_ms']} ms\n"
+        f"  decode step (mean)       {config['decode_step_ms']} ms   (...)\n"
+        f"  end to end                {config['e2e_ms']} ms\n"
+        "$ landscape predict --model examples/bert/config.json --target h100\n"
+        "landscape: error: examples/bert/config.json: model_type 'bert' is not supported; valid: llama, mistral, "
+        "qwen2, qwen3, mixtral, gpt2\n"
+        "```\n\n"
+        f"The built-in `llama-3.2-1b` entry predicts {entry['e2e_ms']} ms end to end "
+        f"(time to first token {entry['ttft_ms']} ms, decode step {entry['decode_step_ms']} ms).\n"
+    )
+
+
 # What each fitted value of kernels.csv is, formula and all (hardware_models/calibration.py's doc).
 FIT_FORMULAS = {
     "fitted.hbm_efficiency": "STREAM triad bandwidth / HBM peak",
@@ -447,6 +470,7 @@ BLOCKS = {
     "calibration-fits": Block("calibration_fits.csv", calibration_fits),
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
     "run-times": Block("run_times.csv", run_times),
+    "your-model": Block("your_model.csv", your_model),
 }
 
 
