@@ -15,7 +15,7 @@ from pathlib import Path
 
 from hardware_models.families import BUILTIN, get_family, home
 from hardware_models.target import Target, get_target
-from reference.errors import BadTargetFile
+from reference.errors import BadTargetFile, InvalidShape
 from reference.units import format_bytes, format_rate
 
 MAP_FILE = "map.toml"  # in each family's package: its column's prose cells
@@ -105,11 +105,39 @@ def _read_prose(files: dict[str, Path] | None = None) -> dict[str, dict[str, str
     return {family: _read_cells(family, files.get(family) or map_file(family)) for family in FAMILIES}
 
 
-def landscape_map(kv_cache: dict[str, str] | None = None) -> LandscapeMap:
-    """The map. `kv_cache`: family -> where a reference model's KV cache is placed (predicted
-    by `predict_inference`), added as a row when given."""
+def column_targets(chosen: tuple[Target, ...] = ()) -> dict[str, Target]:
+    """family -> the target its column shows: the family's representative (its map.toml's), or
+    the one of `chosen` (targets by name or a user's file) of that family.
+
+    Raises:
+        InvalidShape: two chosen targets of one family, or one of a family with no column.
+    """
     prose = _read_prose()
     targets: dict[str, Target] = {f: get_target(prose[f]["target"]) for f in FAMILIES}
+    seen: dict[str, str] = {}
+    for target in chosen:
+        if target.family not in targets:
+            raise InvalidShape(
+                "map", "target", target.name, f"a target of a family the map shows: {', '.join(FAMILIES)}"
+            )
+        if target.family in seen:
+            raise InvalidShape(
+                "map",
+                "target",
+                target.name,
+                f"one target a family; {seen[target.family]} is already the {target.family} column",
+            )
+        seen[target.family] = target.name
+        targets[target.family] = target
+    return targets
+
+
+def landscape_map(kv_cache: dict[str, str] | None = None, targets: dict[str, Target] | None = None) -> LandscapeMap:
+    """The map. `kv_cache`: family -> where a reference model's KV cache is placed (predicted
+    by `predict_inference`), added as a row when given; `targets`: each column's target
+    (`column_targets`; default: each family's representative)."""
+    prose = _read_prose()
+    targets = targets or column_targets()
     rows = [(label, {f: prose[f][key] for f in FAMILIES}) for label, key in PROSE]
     rows.append(("on-chip capacity", {f: format_bytes(on_chip_bytes(t)) for f, t in targets.items()}))
     off_chip = {f: get_family(f).off_chip(t) for f, t in targets.items()}

@@ -210,13 +210,21 @@ MAP_TOKENS = (2048, 256)  # the map's prediction: prompt and generated tokens
     callback=model_option,
     help="The reference model whose KV-cache placement is predicted on each family.",
 )
-def landscape_map_command(as_json, as_markdown, model_name) -> None:
+@click.option(
+    "--target",
+    "chosen",
+    multiple=True,
+    help="A target (a name from `landscape targets`, or a target file's path) to show in its family's column "
+    "instead of the representative one; repeatable, one a family.",
+)
+def landscape_map_command(as_json, as_markdown, model_name, chosen) -> None:
     """The Accelerator Landscape Map: one column per family (NVIDIA and AMD GPUs, TPU, Cerebras, Groq, Spyre).
 
     Prose rows come from a data file, numbers from the target files, and the KV-cache row from
-    predicting MODEL (2048 tokens in, 256 out, bf16) on each family's representative target.
+    predicting MODEL (2048 tokens in, 256 out, bf16) on each family's representative target, or
+    on the --target given for its column.
     """
-    from hardware_models.landscape_map import FAMILIES, landscape_map
+    from hardware_models.landscape_map import FAMILIES, column_targets, landscape_map
     from hardware_models.predict import predict_inference
     from reference.errors import UnknownName
     from reference.models import get_model
@@ -235,14 +243,14 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
             model_name,
             fitting,
         )
-    base = landscape_map()
+    targets = column_targets(tuple(load_target(name) for name in chosen))
     prefill, decode, cache = lower_for_serving(model_name, "jax", 1, *MAP_TOKENS)
     placed = {}
     for family in FAMILIES:
         result = predict_inference(
             prefill,
             decode,
-            load_target(base.targets[family]),
+            targets[family],
             model=model_name,
             batch=1,
             input_len=MAP_TOKENS[0],
@@ -250,7 +258,7 @@ def landscape_map_command(as_json, as_markdown, model_name) -> None:
             kv_cache_bytes=cache,
         )
         placed[family] = f"{model_name}: {format_bytes(cache)} in {result.kv_cache_location}"
-    result = landscape_map(placed)
+    result = landscape_map(placed, targets)
     if as_json:
         print_json(result.to_dict())
     elif as_markdown:

@@ -127,6 +127,27 @@ def test_predict_in_fp4_on_a_b200_keeps_an_fp8_cache_and_beats_fp8s_decode(capsy
     assert runs["fp4"]["decode_step_s"] < 0.9 * runs["fp8"]["decode_step_s"]
 
 
+def test_map_shows_a_users_target_file_in_its_familys_column(tmp_path, capsys):
+    """A copy of h100.toml with twice the HBM bandwidth (issue 35's user file): the GPU column
+    shows it, and its ridge point halves (989.4e12 / 3.35e12 = 295.3 -> 147.6 FLOP/byte)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "hardware_models" / "targets" / "h100.toml").read_text()
+    mine = tmp_path / "mine.toml"
+    mine.write_text(
+        text.replace('name = "h100"', 'name = "mine"').replace(
+            "bytes_per_s = { value = 3.35e12", "bytes_per_s = { value = 6.7e12"
+        )
+    )
+    assert cli.main(["map", "--json", "--model", "llama-3.2-1b", "--target", str(mine)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert next(f for f in data["families"] if f["family"] == "gpu")["target"] == "mine"
+    ridge = next(r for r in data["rows"] if r["row"] == "ridge point")
+    assert ridge["gpu"] == "147.6 FLOP/byte"
+    assert cli.main(["map", "--target", "h100", "--target", "b200"]) == 2
+    assert "h100 is already the gpu column" in capsys.readouterr().err
+
+
 def test_map_json_lists_every_family_and_the_measured_kv_cache(capsys):
     assert cli.main(["map", "--json", "--model", "llama-3.2-1b"]) == 0
     data = json.loads(capsys.readouterr().out)
