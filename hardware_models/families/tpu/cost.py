@@ -12,7 +12,8 @@ Contraction (the MXU fusion, with any fused epilogue on the VPU):
     busy_s    = (R + (folds per MXU - 1) * max(R, M) + M + R + C - 2) / clock   (the systolic core, ws
                 dataflow, with the next fold's weights loading while M rows stream:
                 systolic.double_buffered_cycles; SCALE-Sim's serial 2R + C + M - 2 per fold
-                would make every decode GEMV three times slower than its weight stream)
+                would make every decode GEMV three times slower than its weight stream),
+                divided by the dtype's peak over bf16's (int8, fp8: 2x on the chips that have them)
     time_s    = max(busy_s, epilogue VPU time, HBM time, VMEM time) + launch_overhead
 Fusion: compute_s = FLOPs / VPU rate + transcendentals / transcendental rate;
     time_s = max(compute_s, HBM time, VMEM time) + launch_overhead.
@@ -42,8 +43,17 @@ def transcendental_rate(target: Target) -> float:
     )
 
 
+FP8 = ("f8E4M3FN", "f8E5M2")  # the MXU's 8-bit float inputs where the file gives their peak (Ironwood's)
+
+
 def mxu_peak(target: Target, dtype: str) -> float:
-    return target["peak.int8_op_per_s"] if dtype == "i8" else target["peak.bf16_flop_per_s"]
+    """The MXU's rate in `dtype`: its int8 peak, its fp8 peak (peak.fp8_flop_per_s, optional: only
+    a generation that has fp8 gives it), else the bf16 one (f32 and bf16)."""
+    if dtype == "i8":
+        return target["peak.int8_op_per_s"]
+    if dtype in FP8 and "peak.fp8_flop_per_s" in target.quantities:
+        return target["peak.fp8_flop_per_s"]
+    return target["peak.bf16_flop_per_s"]
 
 
 def tpu_attention_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:
@@ -105,7 +115,9 @@ def tpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> 
         tiling = plan.tilings[group.id]
         eff = target.get("fitted.gemm_efficiency", 1.0)
         compute_s = tiling.shape.flops / (mxu_peak(target, tiling.shape.dtype) * eff)
-        busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff
+        # the systolic core counts bf16 passes; an 8-bit MXU input streams at its peak's multiple of bf16's
+        speedup = mxu_peak(target, tiling.shape.dtype) / target["peak.bf16_flop_per_s"]
+        busy_s = (tiling.steps * tiling.cycles_per_step + tiling.fill_cycles) / target["chip.clock_hz"] / eff / speedup
         vector_s += work.epilogue_flops / vpu_rate(target)
         return roofline_cost(
             flops,
