@@ -64,7 +64,7 @@ BAD_INPUTS = {
     "compare beyond context": (["compare", "llama-2-7b", "--shape", "seq=5000"], "--allow-beyond-context"),
     "default compare beyond llama-3.1-8b's context": (["compare", "--shape", "seq=200000"], "llama-3.1-8b"),
     "map of a model with a short context": (["map", "--model", "gpt2-small"], "valid: llama-2-13b"),
-    "empty --targets": (["compare", "--targets", ""], "valid: a100, b200, groq-lpu, h100"),
+    "empty --targets": (["compare", "--targets", ""], "valid: a100, b200, b300, groq-lpu, h100"),
     "blank --targets": (["compare", "--targets", " , "], "--targets is empty"),
     "duplicate --targets": (["compare", "--targets", "h100,h100"], "h100 more than once"),
     "--set inf": (["estimate", "matmul", "--target", "h100", "--set", "chip.sm_count=inf"], "finite"),
