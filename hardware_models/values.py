@@ -138,9 +138,12 @@ class ValueGraph:
                 continue
             if p.op.short_name in VIEWS and p.op.known and p.operands:
                 self.view_ops.add(p.index)
-                for value in p.results:
-                    self.alias[value] = p.operands[0]
-                    self.views_of.setdefault(p.operands[0], []).append(value)
+                # result i views operand i: optimization_barrier passes several values through
+                # (jax.checkpoint's), every other view has one operand that matters
+                sources = p.operands if len(p.operands) == len(p.results) else (p.operands[0],) * len(p.results)
+                for value, source in zip(p.results, sources):
+                    self.alias[value] = source
+                    self.views_of.setdefault(source, []).append(value)
             if p.op.short_name == "constant" and p.op.splat is not None:
                 self.splat.update(p.results)
             for value, typ in zip(p.operands, p.op.operand_types):
