@@ -38,6 +38,7 @@ writes and reads them (about 1.07 GB per pass over them); fused, the kernel move
 
 from __future__ import annotations
 
+from hardware_models.passes.fuse_attention_backward import match_backward
 from hardware_models.plan import (
     AttentionShape,
     Group,
@@ -251,6 +252,15 @@ def fuse_attention(
         members, facts = found
         taken |= members
         kernels.append((members, facts))
+    for p in plan.ops:  # a training step's backward: the scores recomputed, dQ, dK and dV out
+        if p.index in taken or p.index not in owner or category(p.op) != "contraction":
+            continue
+        found = match_backward(matcher, p.index, taken)
+        if found is None:
+            continue
+        members, facts = found
+        taken |= members
+        kernels.append((members, {**facts, "stack": f"{stack} backward"}))
     if not kernels:
         return plan
     rebuilt: list[tuple[int, Group, dict | None]] = []
@@ -271,11 +281,14 @@ def fuse_attention(
     for position, (_, g, facts) in enumerate(rebuilt):
         groups.append(Group(position, g.kind, g.members, g.instance, g.repeats, g.label))
         if facts is not None:
-            shapes[position] = AttentionShape(stack=stack, **facts)
+            shapes[position] = AttentionShape(**{"stack": stack, **facts})
+    backward = sum(1 for _, facts in kernels if "stack" in facts)
     note = (
-        f"{plural(len(kernels), 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
+        f"{plural(len(kernels) - backward, 'attention kernel')} fused ({stack}): scores stay on chip; each reads Q, K, V "
         f"and writes O in main memory"
     )
+    if backward:
+        note += f"; {plural(backward, 'backward kernel')} ({stack} backward) read Q, K, V, dO and write dQ, dK, dV"
     windows = sorted({(s.kv_len, s.kv_positions) for s in shapes.values() if s.kv_positions})
     notes = (note,) + tuple(
         f"attention reads the last {w:,} of {n:,} cached positions (a sliding window: K and V sliced)"
