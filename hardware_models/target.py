@@ -301,7 +301,7 @@ def domain(key: str) -> str:
     if name.endswith("_fraction") or name.endswith("efficiency"):
         return "fraction"
     section = key.split(".", 1)[0]
-    if name.endswith("_cycles") or name.endswith("_links") or (section == "chip" and not name.endswith(RATE_SUFFIXES)):
+    if name.endswith(("_cycles", "_links", "_chips")) or (section == "chip" and not name.endswith(RATE_SUFFIXES)):
         return "count"
     if section == "levels" and name.endswith("bytes"):
         return "size"

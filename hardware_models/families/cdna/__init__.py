@@ -91,7 +91,11 @@ CDNA = register(
             "fitted": ("gemm_efficiency", "hbm_efficiency", "flash_attention_fraction"),
             "host": ("flop_per_s",),
         },
-        optional={"peak": ("fp8_flop_per_s", "int8_op_per_s", "fp4_flop_per_s"), "chip": ("wavefront_size",)},
+        optional={
+            "interconnect": ("scale_up_chips", "scale_out_bytes_per_s"),
+            "peak": ("fp8_flop_per_s", "int8_op_per_s", "fp4_flop_per_s"),
+            "chip": ("wavefront_size",),
+        },
         levels={
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "infinity_cache": ("bytes", "bytes_per_s", "resident_fraction"),

@@ -183,7 +183,10 @@ GPU = register(
             "fitted": ("gemm_efficiency", "hbm_efficiency", "allreduce_bus_bytes_per_s", "flash_attention_fraction"),
             "host": ("flop_per_s",),
         },
-        optional={"peak": ("fp8_flop_per_s", "int8_op_per_s", "fp4_flop_per_s")},
+        optional={
+            "interconnect": ("scale_up_chips", "scale_out_bytes_per_s"),
+            "peak": ("fp8_flop_per_s", "int8_op_per_s", "fp4_flop_per_s"),
+        },
         levels={
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "l2": ("bytes", "bytes_per_s", "resident_fraction"),

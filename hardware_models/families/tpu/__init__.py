@@ -104,7 +104,11 @@ TPU = register(
             "schedule": ("launch_overhead_s", "collective_latency_s"),
             "host": ("flop_per_s",),
         },
-        optional={"fitted": ("gemm_efficiency", "hbm_efficiency"), "peak": ("fp8_flop_per_s",)},
+        optional={
+            "fitted": ("gemm_efficiency", "hbm_efficiency"),
+            "peak": ("fp8_flop_per_s",),
+            "interconnect": ("scale_up_chips", "scale_out_bytes_per_s"),
+        },
         levels={
             "hbm": ("bytes", "bytes_per_s", "usable_fraction"),
             "vmem": ("bytes", "bytes_per_s", "buffer_fraction"),
