@@ -98,6 +98,7 @@ bench: setup scalesim
 	$(BIN)/python benchmarks/estimates.py
 	$(BIN)/python benchmarks/predict.py
 	$(BIN)/python benchmarks/your_model.py
+	$(BIN)/python benchmarks/training_accuracy.py
 	$(BIN)/python benchmarks/layer_scaling.py
 	$(BIN)/python benchmarks/serving_accuracy.py
 	$(BIN)/python benchmarks/serving_load.py

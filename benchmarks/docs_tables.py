@@ -450,6 +450,51 @@ def run_times() -> str:
     )
 
 
+def training_accuracy() -> str:
+    """training_accuracy.csv (benchmarks/training_accuracy.py): `landscape train` against each
+    published training step (hardware_models/training.csv), with the layout it chose; a row the
+    model cannot hold says why; then the count within 2x and the median error."""
+    rows = _rows("training_accuracy.csv")
+    header = [
+        "row",
+        "system, model, global batch x seq",
+        "layout chosen",
+        "published step",
+        "predicted",
+        "error",
+        "MFU published / predicted",
+    ]
+
+    def mfu(r):
+        pub = f"{float(r['published_mfu']):.0%}" if r["published_mfu"] else "-"
+        pred = f"{float(r['predicted_mfu']):.0%}" if r["predicted_mfu"] else "-"
+        return f"{pub} / {pred}"
+
+    table = _table(
+        header,
+        [
+            [
+                r["id"],
+                f"{r['chips']}× {r['target']}, {r['model']}, {r['global_batch']} × {r['seq']}",
+                r["layout"] if r["layout"] != "refused" else "refused: " + r["note"].split("; ", 1)[-1],
+                f"{_sig(float(r['published_step_s']))} s",
+                f"{_sig(float(r['predicted_step_s']))} s" if r["predicted_step_s"] else "-",
+                _error(r["predicted_step_s"], float(r["published_step_s"])),
+                mfu(r),
+            ]
+            for r in rows
+        ],
+    )
+    costed = [r for r in rows if r["predicted_step_s"]]
+    errors = sorted(abs(float(r["predicted_step_s"]) / float(r["published_step_s"]) - 1) for r in costed)
+    within = sum(1 for r in costed if 0.5 <= float(r["predicted_step_s"]) / float(r["published_step_s"]) <= 2)
+    median = statistics.median(errors)
+    return table + (
+        f"\n{within} of {len(costed)} costed rows within 2x, median |error| {median:.1%}"
+        f" ({len(rows) - len(costed)} refused).\n"
+    )
+
+
 @dataclass(frozen=True)
 class Block:
     csv: str
@@ -471,6 +516,7 @@ BLOCKS = {
     "calibration-rows": Block("calibration_rows.csv", calibration_rows),
     "run-times": Block("run_times.csv", run_times),
     "your-model": Block("your_model.csv", your_model),
+    "training-accuracy": Block("training_accuracy.csv", training_accuracy),
 }
 
 

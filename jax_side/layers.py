@@ -6,6 +6,8 @@ the converter in jax_side/params.py maps canonical names one to one.
 
 from __future__ import annotations
 
+import contextvars
+
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -58,9 +60,18 @@ def dot_product_attention(q_btnh, k_bskh, v_bskh, causal: bool, window: int = 0)
     return o_btkgh.reshape(b, t, n, h)
 
 
+# Set while a training step is traced (jax_side/train.py): the attention core is wrapped in
+# jax.checkpoint saving nothing, so its backward recomputes the scores from q, k and v, as
+# FlashAttention's backward does, and no [T, S] activation is kept (reference/training.py).
+RECOMPUTE_ATTENTION: contextvars.ContextVar[bool] = contextvars.ContextVar("recompute_attention", default=False)
+
+
 def sdpa_bnth(q_bnth, k_bksh, v_bksh, causal: bool, window: int = 0):
     """dot_product_attention on the [B, N, T, H] layout that the KV cache shares with PyTorch."""
-    o_btnh = dot_product_attention(
+    core = dot_product_attention
+    if RECOMPUTE_ATTENTION.get():
+        core = jax.checkpoint(core, static_argnums=(3, 4), policy=jax.checkpoint_policies.nothing_saveable)
+    o_btnh = core(
         q_bnth.transpose(0, 2, 1, 3), k_bksh.transpose(0, 2, 1, 3), v_bksh.transpose(0, 2, 1, 3), causal, window
     )
     return o_btnh.transpose(0, 2, 1, 3)

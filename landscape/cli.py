@@ -583,8 +583,9 @@ from landscape.load_cli import serve  # noqa: E402  (serving under load)
 from landscape.lowering_cli import diff, hlo, stats  # noqa: E402  (the commands that show a lowering)
 from landscape.serve_cli import compare, landscape_map_command, predict  # noqa: E402  (the commands that serve models)
 from landscape.sweep_cli import sweep  # noqa: E402  (what-if grids over predict)
+from landscape.train_cli import train  # noqa: E402  (a training step)
 
-for _command in (hlo, stats, diff, predict, landscape_map_command, compare, calibrate, validate, serve, sweep):
+for _command in (hlo, stats, diff, predict, landscape_map_command, compare, calibrate, validate, serve, sweep, train):
     cli.add_command(_command)
 
 

@@ -140,3 +140,29 @@ def lower_for_serving(model_name: str, side: str, batch: int, input_len: int, ou
         decodes = [(length, quantize(module, eight_bit)) for length, module in decodes]
     cache_bytes = get_model(model_name).kv_cache_bytes(batch, input_len + output_len, precision_bytes(precision)[1])
     return prefill, decodes, cache_bytes
+
+
+# train's --precision: the dtype the model is trained in (mixed precision: float32 master
+# weights and moments beside it, reference/training.py).
+TRAIN_PRECISIONS = ("bfloat16", "float16")
+TRAIN_SIDES = ("jax", "torch")
+
+
+def training_lowerer(model_name: str, side: str, seq: int, precision: str = "bf16"):
+    """(microbatch, recompute) -> the step's TrainParts on one side, as `predict_training` takes it.
+
+    Raises:
+        UnknownName: a precision or side train does not take.
+    """
+    from reference.errors import UnknownName
+    from reference.models import get_model
+
+    dtype = get_dtype(precision, TRAIN_PRECISIONS).name
+    if side not in TRAIN_SIDES:
+        raise UnknownName("side for train", side, TRAIN_SIDES)
+    cfg = get_model(model_name)
+    if side == "torch":
+        from pytorch_side.train import lower_train_parts
+    else:
+        from jax_side.train import lower_train_parts
+    return lambda microbatch, recompute: lower_train_parts(cfg, microbatch, seq, dtype, recompute)
