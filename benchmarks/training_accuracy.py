@@ -2,7 +2,7 @@
 NeMo's and MaxText's Llama-3.1 and Llama-2 runs on H100s (NVIDIA's DGX Cloud benchmark
 recipes) and MaxText's on TPU v6e (AI-Hypercomputer/tpu-recipes). Nothing is fitted to these
 rows: each prediction is the model's, at the row's chips, global batch and sequence length, with
-the row's tensor and pipeline parallelism where it states them (the rest searched, as `train`
+the row's tensor, pipeline and virtual-pipeline parallelism where it states them (the rest searched, as `train`
 does). Context parallelism (CP=2 in NeMo's rows) is not modelled: its chips count as data
 parallel here. A row's error is predicted / published step time - 1.
 
@@ -45,6 +45,7 @@ def predict_row(row: dict) -> dict:
         peak_flop_per_s=target.peak_16bit_flop_per_s,
         tp=int(row["tp"]) if row["tp"] else None,
         pp=int(row["pp"]) if row["pp"] else None,
+        vp=int(row["vp"]) if row["vp"] else None,
     )
     wall = time.perf_counter() - start
     lay = result.layout
@@ -56,7 +57,8 @@ def predict_row(row: dict) -> dict:
         "chips": row["chips"],
         "global_batch": row["global_batch"],
         "seq": row["seq"],
-        "layout": f"tp{lay.tp} pp{lay.pp} dp{lay.dp} mb{lay.microbatch} {lay.recompute}/{lay.shard}",
+        "layout": f"tp{lay.tp} pp{lay.pp}{f' vp{lay.vp}' if lay.vp > 1 else ''} dp{lay.dp} mb{lay.microbatch} "
+        f"{lay.recompute}/{lay.shard}",
         "published_step_s": published,
         "predicted_step_s": round(result.step_s, 4),
         "error": round(result.step_s / published - 1, 4),

@@ -18,10 +18,14 @@ and what it adds are written down here, each formula small enough to check by ha
                     epilogue adds one (the head's input gradient)
     t_stage         ceil(layers / pp) x t_layer, + the prologue on the first stage and the
                     epilogue on the last (the slowest stage sets the pace)
-    t_p2p           pp > 1: one activation sent forward and one gradient back per microbatch
-                    and stage boundary: 2 x microbatch x seq x d_model x bytes / bandwidth
-    pipeline_s      (m + pp - 1) x (t_stage + t_p2p): 1F1B's m microbatches plus its fill and
-                    drain; bubble_s = (pp - 1) x (t_stage + t_p2p) of it (Narayanan et al. 2021)
+    t_p2p           pp > 1: one activation sent forward and one gradient back per microbatch,
+                    stage boundary and virtual stage: vp x 2 x (latency + microbatch x seq x
+                    d_model x bytes / tp / bandwidth): each of the tp chips sends its 1/tp
+                    (Narayanan et al. 2021's scatter/gather optimization)
+    pipeline_s      (m + (pp - 1) / vp) x (t_stage + t_p2p): 1F1B's m microbatches plus its fill
+                    and drain, shortened by vp virtual stages a chip (the interleaved schedule,
+                    each chip holding vp chunks of layers / (pp x vp) layers);
+                    bubble_s = (pp - 1) / vp x (t_stage + t_p2p) of it (Narayanan et al. 2021)
     dp_comm_s       the gradients' all-reduce over dp (ring: 2 (dp - 1) / dp x bytes / bus);
                     shard "full" (FSDP / ZeRO-3) all-gathers the weights in the forward and the
                     backward and reduce-scatters the gradients: 3 (dp - 1) / dp x bytes / bus
@@ -38,7 +42,9 @@ and what it adds are written down here, each formula small enough to check by ha
         weights     P x w     gradients  P x w     optimizer  12 P (/ dp if sharded)
         shard "full" divides weights and gradients by dp too
         activations (saved per layer / tp) x ceil(layers / pp) x min(pp, m) (1F1B keeps pp
-                    microbatches in flight on the first stage) + the epilogue's saved / tp
+                    microbatches in flight on the first stage), x (1 + (pp - 1) / (pp x vp))
+                    when interleaved (Korthikanti et al. 2022, section 4.2.3), + the
+                    epilogue's saved / tp
 
     model FLOPs     per token 6 N + 12 x layers x n_heads x head_dim x seq (PaLM, appendix B;
                     N the weights of the matmuls: every weight but the embedding table)
@@ -67,6 +73,9 @@ SHARDS = ("none", "optimizer", "full")
 MASTER_BYTES = 12  # float32 master weight + Adam's two float32 moments, bytes a weight
 # The microbatch sizes the search tries (sequences); larger ones rarely pay for their memory.
 MICROBATCHES = (1, 2, 4, 8)
+# Virtual stages a chip the search tries when pp > 1 (the interleaved 1F1B schedule needs
+# layers % (pp x vp) == 0); NeMo's Llama-3.1-70B recipe runs 5.
+VIRTUAL_STAGES = (1, 2, 4, 5, 8, 10)
 # The widest tensor-parallel group the search tries: Megatron-LM and MaxText keep tp within a
 # node's NVLink domain (8 GPUs); a user may give --tp above it.
 MAX_SEARCH_TP = 8
@@ -82,6 +91,7 @@ class Layout:
     microbatch: int
     recompute: str
     shard: str
+    vp: int = 1  # virtual pipeline stages a chip (interleaved 1F1B)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -178,7 +188,13 @@ def check_layout(chips: int, global_batch: int, layers: int, fixed: dict) -> Non
     for key, value in fixed.items():
         if value is not None and value < 1:
             raise InvalidShape("train", key, value, "must be an integer >= 1")
-    product = math.prod(fixed.get(k) or 1 for k in ("tp", "pp", "dp"))
+    if (fixed.get("vp") or 1) > 1:
+        pp = fixed.get("pp")
+        if not pp or pp < 2 or layers % (pp * fixed["vp"]):
+            raise InvalidShape(
+                "train", "vp", fixed["vp"], f"needs --pp >= 2 with pp x vp dividing the model's {layers} layers"
+            )
+    product = math.prod(fixed.get(k) or 1 for k in ("tp", "pp", "dp"))  # vp adds no chips
     if chips % product:
         raise InvalidShape("train", "chips", chips, f"must be a multiple of tp x pp x dp = {product}")
     if all(fixed.get(k) for k in ("tp", "pp", "dp")) and product != chips:
@@ -253,7 +269,7 @@ def cost_layout(
     parts: _Parts, target: Target, cfg, layout: Layout, global_batch: int, seq: int, act_bytes: int
 ) -> tuple[dict, dict, dict]:
     """(terms in seconds, memory in bytes a chip, seconds of each part) of one layout."""
-    tp, pp, dp, mb = layout.tp, layout.pp, layout.dp, layout.microbatch
+    tp, pp, dp, mb, vp = layout.tp, layout.pp, layout.dp, layout.microbatch, layout.vp
     low = parts.lowered(mb, layout.recompute)
     m = global_batch // (dp * mb)
     layers_per_stage = math.ceil(cfg.n_layers / pp)
@@ -275,9 +291,9 @@ def cost_layout(
     t_p2p = 0.0
     if pp > 1:
         bw, _ = _bandwidth(target, tp * pp)
-        t_p2p = 2 * (latency + hidden / bw)
-    pipeline_s = (m + pp - 1) * (t_stage + t_p2p)
-    bubble_s = (pp - 1) * (t_stage + t_p2p)
+        t_p2p = vp * 2 * (latency + hidden / tp / bw)  # each tp chip sends its 1/tp (scatter/gather)
+    pipeline_s = (m + (pp - 1) / vp) * (t_stage + t_p2p)
+    bubble_s = (pp - 1) / vp * (t_stage + t_p2p)
 
     counts = {"prologue": 1, "block": cfg.n_layers, "epilogue": 0 if cfg.tie_embeddings else 1}
     total_weights = sum(weight_count(low.parts[p]) * counts[p] for p in PARTS if p != "epilogue") + (
@@ -310,8 +326,8 @@ def cost_layout(
     }
     state_div = dp if layout.shard == "full" else 1
     saved = low.saved_bytes
-    in_flight = min(pp, m)
-    activations = math.ceil((saved["block"] or 0) / tp) * layers_per_stage * in_flight + math.ceil(
+    in_flight = min(pp, m) * (1 + (pp - 1) / (pp * vp) if vp > 1 else 1)
+    activations = math.ceil(math.ceil((saved["block"] or 0) / tp) * layers_per_stage * in_flight) + math.ceil(
         ((saved["epilogue"] or 0) + (saved["prologue"] or 0)) / tp
     )
     memory = {
@@ -349,6 +365,7 @@ def predict_training(
     pp: int | None = None,
     dp: int | None = None,
     microbatch: int | None = None,
+    vp: int | None = None,
     side: str = "jax",
 ) -> TrainPrediction:
     """The fastest layout that fits each chip's usable memory (the given choices kept).
@@ -367,25 +384,28 @@ def predict_training(
     if shard is not None and shard not in SHARDS:
         raise UnknownName("shard", shard, SHARDS)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch}
-    check_layout(chips, global_batch, cfg.n_layers, fixed)
+    check_layout(chips, global_batch, cfg.n_layers, {**fixed, "vp": vp})
     parts = _Parts(lower, target)
     best, smallest, refused, count = None, None, [], 0
     for t, p, d, mb in layouts(chips, global_batch, cfg.n_layers, fixed):
         for rc in [recompute] if recompute else RECOMPUTE:
             for sh in [shard] if shard else SHARDS:
-                layout = Layout(t, p, d, mb, rc, sh)
-                try:
-                    terms, memory, part_s = cost_layout(parts, target, cfg, layout, global_batch, seq, dtype_bytes)
-                except LandscapeError as err:  # the target's pipeline refused this tp (too few chips for SRAM)
-                    refused.append(str(err))
-                    break
-                count += 1
-                if smallest is None or memory["total"] < smallest[1]["total"]:
-                    smallest = (layout, memory)
-                if memory["total"] > memory["capacity"]:
-                    continue
-                if best is None or terms["step_s"] < best[1]["step_s"]:
-                    best = (layout, terms, memory, part_s)
+                for v in [vp] if vp else [v for v in VIRTUAL_STAGES if v == 1 or cfg.n_layers % (p * v) == 0]:
+                    if v > 1 and p == 1:
+                        continue
+                    layout = Layout(t, p, d, mb, rc, sh, v)
+                    try:
+                        terms, memory, part_s = cost_layout(parts, target, cfg, layout, global_batch, seq, dtype_bytes)
+                    except LandscapeError as err:  # the target's pipeline refused this tp (too few chips for SRAM)
+                        refused.append(str(err))
+                        break
+                    count += 1
+                    if smallest is None or memory["total"] < smallest[1]["total"]:
+                        smallest = (layout, memory)
+                    if memory["total"] > memory["capacity"]:
+                        continue
+                    if best is None or terms["step_s"] < best[1]["step_s"]:
+                        best = (layout, terms, memory, part_s)
     if best is None:
         from reference.units import format_bytes
 

@@ -46,6 +46,9 @@ SHARD_CHOICES = ("none", "optimizer", "full")  # hardware_models.train.SHARDS (n
 @click.option("--tp", type=SIZE, default=None, help="Tensor-parallel chips; default: chosen by cost.")
 @click.option("--pp", type=SIZE, default=None, help="Pipeline stages (1F1B); default: chosen by cost.")
 @click.option("--dp", type=SIZE, default=None, help="Data-parallel replicas; default: chips / (tp x pp).")
+@click.option(
+    "--vp", type=SIZE, default=None, help="Virtual pipeline stages a chip (interleaved 1F1B); default: chosen."
+)
 @click.option("--microbatch", type=SIZE, default=None, help="Sequences per microbatch; default: chosen (1, 2, 4 or 8).")
 @click.option("--side", type=click.Choice(TRAIN_SIDES), default="jax", show_default=True)
 @click.option(
@@ -64,6 +67,7 @@ def train(
     tp,
     pp,
     dp,
+    vp,
     microbatch,
     side,
     settings,
@@ -93,7 +97,7 @@ def train(
     cfg = get_model(model_name)
     dtype = get_dtype(precision, TRAIN_PRECISIONS)
     note = context_check(model_name, seq, f"--seq {seq:,}", "--seq")
-    check_layout(chips, global_batch, cfg.n_layers, {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch})
+    check_layout(chips, global_batch, cfg.n_layers, {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch, "vp": vp})
     result = predict_training(
         training_lowerer(model_name, side, seq, precision),
         target,
@@ -109,6 +113,7 @@ def train(
         pp=pp,
         dp=dp,
         microbatch=microbatch,
+        vp=vp,
         side=side,
     )
     data = result.to_dict()
@@ -127,7 +132,9 @@ def render_training(data: dict, precision: str) -> None:
     click.echo(
         f"{data['model']} training on {data['target']} ({plural(data['chips'], 'chip')}, {precision}, global batch "
         f"{data['global_batch']} x {data['seq']:,} tokens, {data['side']} lowering)\n"
-        f"  layout                tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}, microbatch {lay['microbatch']} "
+        f"  layout                tp {lay['tp']} x pp {lay['pp']} x dp {lay['dp']}"
+        + (f" (vp {lay['vp']})" if lay["vp"] > 1 else "")
+        + f", microbatch {lay['microbatch']} "
         f"({data['microbatches']} a replica), recompute {lay['recompute']}, shard {lay['shard']} "
         f"(the fastest of {data['candidates']} that fit)\n"
         f"  step                  {format_seconds(data['step_s']):>10}\n"

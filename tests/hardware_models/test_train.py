@@ -227,3 +227,33 @@ def test_tensor_parallel_all_reduces_by_hand(eight_b_parts):
     for rc, n in (("none", 4), ("full", 6)):
         r = _predict(eight_b_parts, tp=2, pp=1, dp=4, microbatch=2, recompute=rc, shard="none")
         assert r.terms["tp_comm_per_layer_s"] == pytest.approx(n * one)
+
+
+def test_interleaved_pipeline_by_hand(eight_b_parts):
+    """Narayanan et al. 2021's interleaved 1F1B: vp virtual stages a chip divide the bubble by vp
+    and multiply the point-to-point sends by vp; the layer costs are the same graphs'."""
+    from hardware_models.target import load_targets
+    from hardware_models.train import predict_training
+
+    four = dataclasses.replace(CFG, n_layers=4)
+    t = load_targets()["h100"]
+    args = dict(chips=8, global_batch=16, seq=64, dtype_bytes=2, peak_flop_per_s=t.peak_16bit_flop_per_s)
+    fixed = dict(tp=2, pp=2, dp=2, microbatch=1, recompute="none", shard="none")
+    plain = predict_training(eight_b_parts, t, four, **args, **fixed, vp=1)
+    two = predict_training(eight_b_parts, t, four, **args, **fixed, vp=2)
+    m = 16 // 2
+    assert two.terms["t_p2p"] == pytest.approx(2 * plain.terms["t_p2p"])
+    assert two.terms["t_stage"] == pytest.approx(plain.terms["t_stage"])
+    assert two.terms["pipeline_s"] == pytest.approx((m + 1 / 2) * (two.terms["t_stage"] + two.terms["t_p2p"]))
+    assert two.terms["bubble_s"] == pytest.approx((2 - 1) / 2 * (two.terms["t_stage"] + two.terms["t_p2p"]))
+    # the first stage holds (1 + (pp - 1) / (pp vp)) times the plain schedule's layers of activations
+    layer = plain.memory["activations"]
+    assert two.memory["activations"] > layer
+
+
+def test_virtual_stages_must_divide_the_layers(eight_b_parts):
+    """Bad input: vp needs pp >= 2 and pp x vp dividing the layers (3 here)."""
+    from reference.errors import InvalidShape
+
+    with pytest.raises(InvalidShape, match="pp x vp dividing the model's 3 layers"):
+        _predict(eight_b_parts, tp=2, pp=2, vp=2)
