@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from landscape.lowering import SIDES, lower_named, lowering_from_file
+from landscape.lowering import SIDES, TRAIN_SIDES, lower_named, lowering_from_file
 from landscape.options import (
     check_name_or_file,
     checked_shapes,
@@ -17,6 +17,7 @@ from landscape.options import (
     verbose,
 )
 from landscape.outputs import check_output_dir, write_file
+from reference.training import RECOMPUTE
 
 STAGE_NAMES = ("fx", "jaxpr", "stablehlo", "ir", "xla")
 
@@ -156,8 +157,21 @@ def stats(name, side, shapes, dtype, flat, allow_beyond_context, from_file, as_j
     metavar="A,B",
     help="The two paths to diff, of torch, jax and torch-xla (torch-xla: after `make torch-xla`).",
 )
+@click.option(
+    "--train",
+    is_flag=True,
+    help="Diff one layer's training step instead (forward and backward: JAX's jax.vjp, PyTorch's AOTAutograd "
+    "joint graph; docs/training.md): NAME a published model, at --shape batch=B seq=L, in --dtype.",
+)
+@click.option(
+    "--recompute",
+    type=click.Choice(RECOMPUTE),
+    default="none",
+    show_default=True,
+    help="With --train: the layer's activation recomputation.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) -> None:
+def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, train, recompute, as_json) -> None:
     """Where two lowerings of NAME differ (PyTorch and JAX by default): op histogram and divergent segments."""
     from landscape.options import parse_sides
     from reference.ir.diff import diff_modules
@@ -165,8 +179,11 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) ->
     sides = parse_sides(side_list, at_most=2, command="diff")
     overrides, note = checked_shapes(name, shapes, allow_beyond_context)
     note_on_stderr(note)
-    first, second = (said(side, lower_named(name, side, overrides, dtype, flat=flat)) for side in sides)
-    result = diff_modules(first.module, second.module, sides)
+    if train:
+        modules = train_block_modules(name, sides, overrides, dtype, recompute)
+    else:
+        modules = [said(side, lower_named(name, side, overrides, dtype, flat=flat)).module for side in sides]
+    result = diff_modules(*modules, sides)
     if as_json:
         print_json(result.to_dict())
         return
@@ -175,7 +192,8 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) ->
     from rich.table import Table
 
     console = Console(width=140)
-    table = Table(title=escape(f"{name} [{dtype}]: ops per path"))
+    what = f"one layer's training step, recompute {recompute}" if train else dtype
+    table = Table(title=escape(f"{name} [{what}]: ops per path"))
     for col in ("op", *sides):
         table.add_column(col)
     for op, (a, b) in sorted(result.histogram.items()):
@@ -187,3 +205,30 @@ def diff(name, shapes, dtype, flat, allow_beyond_context, side_list, as_json) ->
         for side in result.sides:
             ops = ", ".join(f"{k.split('.', 1)[-1]} x{v}" for k, v in d.ops[side].items() if v)
             console.print(escape(f"    {side:9s} {ops or '-'}   from {', '.join(d.scopes[side]) or '-'}"))
+
+
+def train_block_modules(name: str, sides: tuple[str, ...], overrides: dict, dtype: str, recompute: str) -> list:
+    """The IR of one layer's training step (forward and backward) of model NAME on each side.
+
+    Raises:
+        UnknownName: NAME is not a published model, or a side other than torch and jax.
+    """
+    from reference.catalogue import get_entry
+    from reference.errors import UnknownName
+    from reference.models import get_model, load_models
+
+    if get_entry(name).kind != "model":
+        raise UnknownName("model for diff --train", name, sorted(load_models()))
+    for side in sides:
+        if side not in TRAIN_SIDES:
+            raise UnknownName("side for diff --train", side, TRAIN_SIDES)
+    resolved = get_entry(name).resolve(overrides)
+    out = []
+    for side in sides:
+        if side == "torch":
+            from pytorch_side.train import lower_train_parts
+        else:
+            from jax_side.train import lower_train_parts
+        parts = lower_train_parts(get_model(name), resolved["batch"], resolved["seq"], dtype, recompute)
+        out.append(parts.parts["block"].module)
+    return out

@@ -61,3 +61,30 @@ def test_train_bad_input_is_one_line_exit_2(case, capsys):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("landscape: error:") and needle in lines[0], lines
     assert "Traceback" not in captured.err + captured.out
+
+
+@pytest.mark.torch
+@pytest.mark.jax
+def test_diff_train_names_the_segments_of_the_two_backward_graphs(capsys):
+    """`diff --train`: the two sides' training steps of one layer, cut at their contractions; both
+    compute the same matmuls (forward and backward), so every segment is named by its dot."""
+    args = ["diff", "tiny", "--train", "--shape", "batch=1", "--shape", "seq=33", "--dtype", "bfloat16", "--json"]
+    assert cli.main(args) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["sides"] == ["torch", "jax"]
+    hist = d["histogram"]
+    assert hist["stablehlo.dot_general"][0] >= 3 * 7 and hist["stablehlo.dot_general"][1] >= 3 * 7
+    assert d["divergences"] and all(x["after"] for x in d["divergences"])
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["diff", "matmul", "--train"], "unknown model for diff --train 'matmul'"),
+        (["diff", "tiny", "--train", "--recompute", "half"], "'none', 'selective', 'full'"),
+    ],
+)
+def test_diff_train_bad_input_is_one_line_exit_2(args, needle, capsys):
+    assert cli.main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
