@@ -119,6 +119,20 @@ def allreduce_cost(hidden_bytes: int, chips: int, bus_bytes_per_s: float, latenc
     return Cost(0, 0, 0.0, latency_s, latency_s + link_s, (("interconnect", int(moved)),), (("interconnect", link_s),))
 
 
+def bus_allreduce(target, nbytes: int, chips: int, span: int | None = None) -> Cost:
+    """A ring all-reduce of `nbytes` among `chips` chips on a target with an all-reduce bus
+    (GPU, CDNA, TPU, Spyre: `interconnect.allreduce_bus_bytes_per_s`, the [fitted] one first, and
+    `schedule.collective_latency_s`), as allreduce_cost. A group whose chips `span` more consecutive
+    chips than one scale-up domain (`interconnect.scale_up_chips`: an NVLink node, a TPU pod)
+    crosses the scale-out network instead (`interconnect.scale_out_bytes_per_s`, one NIC a chip),
+    where the file gives both."""
+    bus = target.get("fitted.allreduce_bus_bytes_per_s") or target["interconnect.allreduce_bus_bytes_per_s"]
+    domain, out = target.get("interconnect.scale_up_chips"), target.get("interconnect.scale_out_bytes_per_s")
+    if domain and out and (span or chips) > domain:
+        bus = out
+    return allreduce_cost(nbytes, chips, bus, target["schedule.collective_latency_s"])
+
+
 def transfer_cost(plan, target) -> Cost:
     """The all-reduce a tensor-parallel partition adds (shard_tensor_parallel), on any target
     with `allreduce_bus_bytes_per_s` (measured on GPUs, in [fitted]; from the links elsewhere)."""

@@ -77,6 +77,10 @@ class Family:
                     the host CPU's, when the file was calibrated on another machine
     view:           target -> the typed view of its file's quantities its cost model reads
                     (`target.view`; the GPU's `Simt`), or None where the model reads keys
+    allreduce:      (target, bytes, chips, span) -> the Cost of a ring all-reduce of `bytes`
+                    among `chips` of its chips (`span`: the consecutive chips the group covers,
+                    for the networks beyond one domain), over its own links; None: its chips have
+                    no network between them (the host CPU), so a step runs on one
     """
 
     name: str
@@ -96,6 +100,7 @@ class Family:
     column: int | None = None
     caveat: Callable | None = None
     view: Callable | None = None
+    allreduce: Callable | None = None
 
     def __post_init__(self):
         names = [c.name for c in self.compilers]

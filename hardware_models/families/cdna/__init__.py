@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from hardware_models.cost.model import bus_allreduce
 from hardware_models.families import Compiler, Family, register
 from hardware_models.families.gpu import gpu_tiling, simt_pipeline
 from hardware_models.families.gpu.cost import contraction_peak, gpu_group_cost, hbm_rate, vector_rate
@@ -115,5 +116,6 @@ CDNA = register(
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
         tiling=partial(gpu_tiling, tiles=HIPBLASLT_TILES),
         view=cdna_view,
+        allreduce=bus_allreduce,
     )
 )

@@ -34,6 +34,7 @@ import math
 from dataclasses import replace
 from functools import partial
 
+from hardware_models.cost.model import bus_allreduce
 from hardware_models.families import Compiler, Family, register
 from hardware_models.families.gpu.cost import (
     contraction_peak,
@@ -204,5 +205,6 @@ GPU = register(
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
         tiling=gpu_tiling,
         view=nvidia_view,
+        allreduce=bus_allreduce,
     )
 )

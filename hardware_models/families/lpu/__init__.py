@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from hardware_models.families import Compiler, Family, register
 from hardware_models.families.lpu.allocate_sram import allocate_sram
-from hardware_models.families.lpu.cost import lpu_group_cost
+from hardware_models.families.lpu.cost import lpu_allreduce, lpu_group_cost
 from hardware_models.families.lpu.partition_chips import partition_chips
 from hardware_models.families.lpu.schedule_static import schedule_static
 from hardware_models.passes.assign_groups import assign_groups
@@ -75,5 +75,6 @@ LPU = register(
         peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
         off_chip=lambda t: ("chip-to-chip", t["interconnect.c2c_links"] * t["interconnect.c2c_bytes_per_s_per_link"]),
         scheduled=True,
+        allreduce=lpu_allreduce,
     )
 )

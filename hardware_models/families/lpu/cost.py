@@ -29,14 +29,24 @@ from hardware_models.target import Target
 from reference.ir import Module
 
 
+def _links(target: Target) -> float:
+    return target["interconnect.c2c_links"] * target["interconnect.c2c_bytes_per_s_per_link"]
+
+
+def lpu_allreduce(target: Target, nbytes: int, chips: int, span: int | None = None) -> Cost:
+    """A ring all-reduce of `nbytes` among `chips` LPUs: 2 (N - 1) hops of latency and
+    2 (N - 1) / N x bytes over a chip's links (module doc); the chips are one flat C2C network."""
+    hop_s = 2 * (chips - 1) * target["schedule.c2c_hop_latency_s"]
+    moved = 2 * (chips - 1) / chips * nbytes
+    link_s = moved / _links(target)
+    return Cost(0, 0, 0.0, hop_s, hop_s + link_s, (("c2c", int(moved)),), (("c2c", link_s),))
+
+
 def transfer_seconds(plan: Plan, group: Group, target: Target) -> float:
     p = plan.partition
-    hop = target["schedule.c2c_hop_latency_s"]
-    bandwidth = target["interconnect.c2c_links"] * target["interconnect.c2c_bytes_per_s_per_link"]
     if group.label == "stage hop":
-        return hop + p.hidden_bytes / bandwidth
-    tp = p.tensor_parallel
-    return 2 * (tp - 1) * hop + 2 * (tp - 1) / tp * p.hidden_bytes / bandwidth
+        return target["schedule.c2c_hop_latency_s"] + p.hidden_bytes / _links(target)
+    return lpu_allreduce(target, p.hidden_bytes, p.tensor_parallel).time_s
 
 
 def lpu_group_cost(module: Module, plan: Plan, group: Group, target: Target) -> Cost:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from hardware_models.cost.model import bus_allreduce
 from hardware_models.families import Compiler, Family, register
 from hardware_models.families.spyre.cost import spyre_group_cost
 from hardware_models.families.spyre.divide_work import divide_work
@@ -122,5 +123,6 @@ SPYRE = register(
         peak_16bit=lambda t: 2 * t["chip.cores"] * t["peak.fp16_mac_per_s_per_core"],
         off_chip=lambda t: ("LPDDR5", t.main_memory_bytes_per_s),
         tiling=spyre_tiling,
+        allreduce=bus_allreduce,
     )
 )

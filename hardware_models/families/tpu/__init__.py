@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from functools import partial
 
+from hardware_models.cost.model import bus_allreduce
 from hardware_models.cost.systolic import double_buffered_cycles, systolic_gemm
 from hardware_models.families import Compiler, Family, register
 from hardware_models.families.tpu.cost import tpu_group_cost, vpu_rate
@@ -136,5 +137,6 @@ TPU = register(
         peak_16bit=lambda t: t["peak.bf16_flop_per_s"],
         off_chip=lambda t: ("HBM", t.main_memory_bytes_per_s),
         tiling=tpu_tiling,
+        allreduce=bus_allreduce,
     )
 )

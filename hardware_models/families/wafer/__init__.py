@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import partial
 
 from hardware_models.families import Compiler, Family, register
-from hardware_models.families.wafer.cost import wafer_group_cost
+from hardware_models.families.wafer.cost import wafer_allreduce, wafer_group_cost
 from hardware_models.families.wafer.place_layers import place_layers
 from hardware_models.passes.assign_groups import assign_groups
 from hardware_models.passes.fuse_elementwise import XLA_TPU, fuse_elementwise
@@ -65,5 +65,6 @@ WAFER = register(
         peak_16bit=lambda t: t["peak.fp16_flop_per_s"],
         off_chip=lambda t: ("system I/O", t["interconnect.system_io_bytes_per_s"]),
         chip_unit="wafer",
+        allreduce=wafer_allreduce,
     )
 )

@@ -101,8 +101,15 @@ def hop_seconds(target: Target, hidden: int) -> float:
 
 def exchange_seconds(target: Target, wafers: int, hidden: int) -> float:
     """One all-reduce of the hidden state among the W wafers a layer is split over (_transfer)."""
-    latency, sent = _transfer(target, "layer exchange", wafers, hidden)
-    return latency + sent / target["interconnect.system_io_bytes_per_s"]
+    return wafer_allreduce(target, hidden, wafers).time_s
+
+
+def wafer_allreduce(target: Target, nbytes: int, wafers: int, span: int | None = None) -> Cost:
+    """A ring all-reduce of `nbytes` among `wafers` systems over their system I/O, as a layer
+    split's exchange (_transfer): 2 (W - 1) hops of latency, each wafer sending 1/W a step."""
+    latency, sent = _transfer(target, "layer exchange", wafers, nbytes)
+    link_s = sent / target["interconnect.system_io_bytes_per_s"]
+    return Cost(0, 0, 0.0, latency, latency + link_s, (("system_io", sent),), (("system_io", link_s),))
 
 
 def _latency(group: Group, target: Target, plan: Plan) -> float:
