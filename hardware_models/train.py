@@ -19,18 +19,22 @@ and what it adds are written down here, each formula small enough to check by ha
     t_stage         ceil(layers / pp) x t_layer, + the prologue on the first stage and the
                     epilogue on the last (the slowest stage sets the pace)
     t_p2p           pp > 1: one activation sent forward and one gradient back per microbatch,
-                    stage boundary and virtual stage: vp x 2 x (latency + microbatch x seq x
-                    d_model x bytes / tp / bandwidth): each of the tp chips sends its 1/tp
+                    stage boundary and virtual stage: vp x 2 x (a two-chip exchange of microbatch
+                    x seq x d_model x bytes / tp): each of the tp chips sends its 1/tp
                     (Narayanan et al. 2021's scatter/gather optimization)
     pipeline_s      (m + (pp - 1) / vp) x (t_stage + t_p2p): 1F1B's m microbatches plus its fill
                     and drain, shortened by vp virtual stages a chip (the interleaved schedule,
-                    each chip holding vp chunks of layers / (pp x vp) layers);
-                    bubble_s = (pp - 1) / vp x (t_stage + t_p2p) of it (Narayanan et al. 2021)
-    dp_comm_s       the gradients' all-reduce over dp (ring: 2 (dp - 1) / dp x bytes / bus);
+                    each chip holding vp chunks of layers / (pp x vp) layers; it needs m a
+                    multiple of pp); bubble_s = (pp - 1) / vp x (t_stage + t_p2p) of it
+                    (Narayanan et al. 2021)
+    dp_comm_s       the gradients' all-reduce over dp (ring: 2 (dp - 1) / dp x bytes / bus), once
+                    a step: gradient accumulation defers it to the last microbatch, whose backward
+                    it overlaps (DDP's buckets, Megatron's overlap_grad_reduce, XLA's async
+                    collectives): exposed_dp_s = max(0, dp_comm_s - t_stage).
                     shard "full" (FSDP / ZeRO-3) all-gathers the weights in the forward and the
-                    backward and reduce-scatters the gradients: 3 (dp - 1) / dp x bytes / bus
-                    per microbatch. It overlaps the backward (DDP's buckets, XLA's async
-                    collectives): exposed_dp_s = max(0, dp_comm_s - pipeline_s)
+                    backward and reduce-scatters the gradients every microbatch, each half a ring
+                    all-reduce: 1.5 all-reduces a microbatch, each overlapping that microbatch's
+                    pass: exposed_dp_s = m x max(0, 1.5 x all-reduce - t_stage)
     optimizer_s     each part's AdamW graph, times its count (the layer's: layers), over the
                     chips that share the weights: / (tp x pp), and / dp when the optimizer is
                     sharded (shard "optimizer" or "full"); the update is elementwise, so 1/N of
@@ -40,7 +44,8 @@ and what it adds are written down here, each formula small enough to check by ha
     memory per chip (P = weights / (tp x pp), mixed precision: model-dtype weights and
     gradients, float32 master weights and two moments; ZeRO's 16 bytes a weight in bf16):
         weights     P x w     gradients  P x w     optimizer  12 P (/ dp if sharded)
-        shard "full" divides weights and gradients by dp too
+        shard "full" divides weights and gradients by dp too, and adds the gathered weights of
+                    two layers (the one running and the next one's prefetch), / tp
         activations (saved per layer / tp) x ceil(layers / pp) x min(pp, m) (1F1B keeps pp
                     microbatches in flight on the first stage), x (1 + (pp - 1) / (pp x vp))
                     when interleaved (Korthikanti et al. 2022, section 4.2.3), + the
@@ -50,10 +55,12 @@ and what it adds are written down here, each formula small enough to check by ha
                     N the weights of the matmuls: every weight but the embedding table)
     MFU             model FLOPs x tokens / (step_s x chips x the dtype's peak)
 
-Bandwidths: the target's all-reduce bus within a scale-up domain (interconnect.scale_up_chips:
-an NVLink node, a TPU pod's ICI); a group larger than it crosses the scale-out network
-(interconnect.scale_out_bytes_per_s, one NIC a chip). A target without them uses its bus for
-every group, said in the notes.
+Collectives run over each family's own links (Family.allreduce): a GPU's or TPU's all-reduce
+bus within a scale-up domain (interconnect.scale_up_chips: an NVLink node, a TPU pod's ICI) and
+the scale-out network beyond it (interconnect.scale_out_bytes_per_s, one NIC a chip; a file
+without them uses its bus for every group, said in the notes); an LPU's C2C links, 2 (N - 1)
+hops of latency a ring; a wafer's system I/O. Host CPUs have none: one chip. A tp must divide
+the heads, the KV heads and the MLP's width (Megatron-LM's rule).
 """
 
 from __future__ import annotations
@@ -62,7 +69,6 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hardware_models.cost.model import allreduce_cost
 from hardware_models.estimate import estimate
 from hardware_models.pipelines import compile_plan
 from hardware_models.target import Target
@@ -162,17 +168,28 @@ def weight_count(lowering) -> int:
     return sum(args[i][1].elements for i in lowering.param_args)
 
 
-def _powers(limit: int) -> list[int]:
-    return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
 
 
-def layouts(chips: int, global_batch: int, layers: int, fixed: dict) -> list[tuple[int, int, int, int]]:
-    """(tp, pp, dp, microbatch) with tp x pp x dp = chips and dp x microbatch dividing the
-    global batch; a value in `fixed` (tp, pp, dp, microbatch) is kept, the rest searched."""
+def tp_rule(cfg, tp: int) -> str | None:
+    """Why `tp` cannot split the model's layers (Megatron-LM's rule: the attention heads, the KV
+    heads and the MLP's width each divide by tp), or None when it can."""
+    for what, count in (("attention heads", cfg.n_heads), ("KV heads", cfg.n_kv_heads), ("MLP width", cfg.d_ff)):
+        if count % tp:
+            return f"must divide the model's {count} {what}"
+    return None
+
+
+def layouts(chips: int, global_batch: int, cfg, fixed: dict) -> list[tuple[int, int, int, int]]:
+    """(tp, pp, dp, microbatch) with tp x pp x dp = chips, tp splitting the layers (tp_rule), pp
+    at most the layers and dp x microbatch dividing the global batch; a value in `fixed` (tp, pp,
+    dp, microbatch) is kept, the rest searched: every divisor of the chips (tp up to MAX_SEARCH_TP)."""
     out = []
-    for tp in [fixed["tp"]] if fixed.get("tp") else _powers(min(chips, MAX_SEARCH_TP)):
-        for pp in [fixed["pp"]] if fixed.get("pp") else _powers(min(chips // tp, layers)):
-            if chips % (tp * pp):
+    tps = [fixed["tp"]] if fixed.get("tp") else _divisors(chips, MAX_SEARCH_TP)
+    for tp in [t for t in tps if chips % t == 0 and tp_rule(cfg, t) is None]:
+        for pp in [fixed["pp"]] if fixed.get("pp") else _divisors(chips // tp, cfg.n_layers):
+            if chips % (tp * pp) or pp > cfg.n_layers:
                 continue
             dp = chips // (tp * pp)
             if fixed.get("dp") and fixed["dp"] != dp:
@@ -183,32 +200,68 @@ def layouts(chips: int, global_batch: int, layers: int, fixed: dict) -> list[tup
     return out
 
 
-def check_layout(chips: int, global_batch: int, layers: int, fixed: dict) -> None:
-    """Refuse a fixed layout that cannot hold, naming the rule (InvalidShape)."""
+def interleave_rule(pp: int, vp: int, layers: int, microbatches: int) -> str | None:
+    """Why vp virtual stages a chip cannot run (Megatron-LM's interleaved schedule: pp >= 2,
+    pp x vp dividing the layers, and the microbatches a multiple of pp), or None."""
+    if pp < 2 or layers % (pp * vp):
+        return f"needs --pp >= 2 with pp x vp dividing the model's {layers} layers"
+    if microbatches % pp:
+        return f"needs the microbatches a replica ({microbatches}) to be a multiple of pp = {pp}"
+    return None
+
+
+def check_layout(chips: int, global_batch: int, cfg, fixed: dict) -> None:
+    """Refuse a fixed layout that cannot hold, naming the option and the rule (InvalidShape)."""
     for key, value in fixed.items():
         if value is not None and value < 1:
             raise InvalidShape("train", key, value, "must be an integer >= 1")
-    if (fixed.get("vp") or 1) > 1:
-        pp = fixed.get("pp")
-        if not pp or pp < 2 or layers % (pp * fixed["vp"]):
-            raise InvalidShape(
-                "train", "vp", fixed["vp"], f"needs --pp >= 2 with pp x vp dividing the model's {layers} layers"
-            )
+    layers = cfg.n_layers
+    if fixed.get("tp") and (why := tp_rule(cfg, fixed["tp"])):
+        raise InvalidShape("train", "tp", fixed["tp"], why)
+    if fixed.get("pp") and fixed["pp"] > layers:
+        raise InvalidShape("train", "pp", fixed["pp"], f"must be at most the model's {layers} layers")
     product = math.prod(fixed.get(k) or 1 for k in ("tp", "pp", "dp"))  # vp adds no chips
+    given = " x ".join(k for k in ("tp", "pp", "dp") if fixed.get(k)) or "1"
     if chips % product:
-        raise InvalidShape("train", "chips", chips, f"must be a multiple of tp x pp x dp = {product}")
+        raise InvalidShape("train", "chips", chips, f"must be a multiple of {given} = {product}")
     if all(fixed.get(k) for k in ("tp", "pp", "dp")) and product != chips:
         raise InvalidShape("train", "chips", chips, f"must equal tp x pp x dp = {product}")
-    if fixed.get("pp") and fixed["pp"] > layers:
-        raise InvalidShape("train", "pp", fixed["pp"], f"at most the model's {layers} layers")
-    if not layouts(chips, global_batch, layers, fixed):
+    vp = fixed.get("vp") or 1
+    if vp > 1 and (not fixed.get("pp") or fixed["pp"] < 2 or layers % (fixed["pp"] * vp)):
+        raise InvalidShape("train", "vp", vp, f"needs --pp >= 2 with pp x vp dividing the model's {layers} layers")
+    if fixed.get("dp") and fixed.get("microbatch") and global_batch % (fixed["dp"] * fixed["microbatch"]):
         raise InvalidShape(
             "train",
             "global_batch",
             global_batch,
-            "no layout divides it: dp x microbatch must divide the global batch "
-            f"(microbatch one of {', '.join(map(str, MICROBATCHES))} unless given)",
+            f"must be a multiple of dp x microbatch = {fixed['dp'] * fixed['microbatch']}",
         )
+    if not layouts(chips, global_batch, cfg, fixed):
+        mbs = [fixed["microbatch"]] if fixed.get("microbatch") else list(MICROBATCHES)
+        raise InvalidShape(
+            "train",
+            "global_batch",
+            global_batch,
+            f"no layout of {chips} chips divides it: dp x microbatch must divide the global batch, with microbatch "
+            f"{' or '.join(map(str, mbs))}" + ("" if fixed.get("microbatch") else " (or give --microbatch)"),
+        )
+
+
+def holding(target: Target, module) -> Target:
+    """The target with room on one chip for all of `module`'s arguments and results, to cost a
+    part whose per-chip share train's own memory model counts: the AdamW update (each chip updates
+    its 1/N of the weights, optimizer_s) and the embedding (each of a tp group's chips gathers its
+    rows from its shard of the table). Its time does not depend on the capacity, only its plan's
+    refusal does (70B's 1.05B-row table and its float32 state exceed a v5e chip or an LPU)."""
+    from hardware_models.workload import program_footprint
+
+    main = target.main_memory_level
+    fraction = target.level_value(main, "usable_fraction", 1.0) or 1.0
+    needed = program_footprint(module).needed_bytes + sum(t.nbytes for t in module.main.results)
+    room = math.ceil(2 * needed / fraction)
+    if room <= target.main_memory_bytes:
+        return target
+    return target.with_overrides({f"levels.{main}.bytes": room})
 
 
 class _Parts:
@@ -229,11 +282,18 @@ class _Parts:
         """Seconds of the part's graph on tp chips, without the all-reduce the partition adds
         (cost_layout counts tensor parallelism's own)."""
         key = (mb, recompute, tp, part)
+        if isinstance(self._cost.get(key), LandscapeError):  # refused once: the same refusal, not a recompile
+            raise self._cost[key]
         if key not in self._cost:
             module = self.lowered(mb, recompute).parts[part].module
             # the embedding has no matmul to split: each chip of the group gathers its rows (1 chip's cost)
-            plan = compile_plan(module, self.target, chips=1 if part == "prologue" else tp)
-            est = estimate(module, self.target, part, plan)
+            target = holding(self.target, module) if part == "prologue" else self.target
+            try:
+                plan = compile_plan(module, target, chips=1 if part == "prologue" else tp)
+            except LandscapeError as err:
+                self._cost[key] = err
+                raise
+            est = estimate(module, target, part, plan)
             kinds: dict[str, float] = {}
             for g in est.groups:
                 kinds[g.kind] = kinds.get(g.kind, 0.0) + g.cost.time_s * g.repeats
@@ -249,20 +309,28 @@ class _Parts:
         key = ("adamw", part)
         if key not in self._cost:
             module = self.lowered(*next(iter(self._low))).optimizer[part].module
+            target = holding(self.target, module)
             self._cost[key] = estimate(
-                module, self.target, f"{part} adamw", compile_plan(module, self.target)
+                module, target, f"{part} adamw", compile_plan(module, target, chips=1)
             ).total.time_s
         return self._cost[key]
 
 
-def _bandwidth(target: Target, span: int) -> tuple[float, str]:
-    """(bus bytes/s, which network) for a collective over `span` consecutive chips."""
-    bus = target.get("fitted.allreduce_bus_bytes_per_s") or target["interconnect.allreduce_bus_bytes_per_s"]
-    domain = target.get("interconnect.scale_up_chips")
-    out = target.get("interconnect.scale_out_bytes_per_s")
-    if domain and out and span > domain:
-        return out, "scale-out"
-    return bus, "scale-up"
+def allreduce_s(target: Target, nbytes: float, chips: int, span: int) -> float:
+    """Seconds of a ring all-reduce of `nbytes` among `chips` chips spanning `span` consecutive
+    ones, over the family's own links (Family.allreduce); 0 on one chip.
+
+    Raises:
+        InvalidShape: more than one chip of a family whose chips have no network between them.
+    """
+    if chips <= 1:
+        return 0.0
+    ring = target.family_record.allreduce
+    if ring is None:
+        raise InvalidShape(
+            "train", "chips", span, f"{target.name}'s chips have no network between them; train it on --chips 1"
+        )
+    return ring(target, math.ceil(nbytes), chips, span).time_s
 
 
 def cost_layout(
@@ -275,23 +343,19 @@ def cost_layout(
     layers_per_stage = math.ceil(cfg.n_layers / pp)
     n_ar = 6 if layout.recompute == "full" else 4
     part_s = {part: parts.cost(mb, layout.recompute, tp, part) for part in PARTS}
-    latency = target["schedule.collective_latency_s"]
     hidden = mb * seq * cfg.d_model * act_bytes
-    tp_comm = n_ar * allreduce_cost(hidden, tp, _bandwidth(target, tp)[0], latency).time_s if tp > 1 else 0.0
+    hidden_ar = allreduce_s(target, hidden, tp, tp)  # one all-reduce of the hidden state over tp
+    tp_comm = n_ar * hidden_ar
     t_layer = part_s["block"] + tp_comm
     t_pro = part_s["prologue"]
-    t_epi = part_s["epilogue"] + (
-        allreduce_cost(hidden, tp, _bandwidth(target, tp)[0], latency).time_s if tp > 1 else 0
-    )
+    t_epi = part_s["epilogue"] + hidden_ar
     t_stage = (
         max(layers_per_stage * t_layer + t_pro, layers_per_stage * t_layer + t_epi)
         if pp > 1
         else (cfg.n_layers * t_layer + t_pro + t_epi)
     )
-    t_p2p = 0.0
-    if pp > 1:
-        bw, _ = _bandwidth(target, tp * pp)
-        t_p2p = vp * 2 * (latency + hidden / tp / bw)  # each tp chip sends its 1/tp (scatter/gather)
+    # a send to the next stage: each tp chip sends its 1/tp (scatter/gather), a two-chip exchange
+    t_p2p = vp * 2 * allreduce_s(target, hidden / tp, 2, tp * pp) if pp > 1 else 0.0
     pipeline_s = (m + (pp - 1) / vp) * (t_stage + t_p2p)
     bubble_s = (pp - 1) / vp * (t_stage + t_p2p)
 
@@ -301,14 +365,18 @@ def cost_layout(
     )
     chip_weights = math.ceil(total_weights / (tp * pp))
     grad_bytes = chip_weights * act_bytes
-    dp_comm = 0.0
-    if dp > 1:
-        bw, _ = _bandwidth(target, tp * pp * dp)
-        if layout.shard == "full":
-            dp_comm = m * (3 * (dp - 1) / dp * grad_bytes / bw + 3 * latency)
-        else:
-            dp_comm = allreduce_cost(grad_bytes, dp, bw, latency).time_s
-    exposed = max(0.0, dp_comm - pipeline_s)
+    gradient_ar = allreduce_s(target, grad_bytes, dp, tp * pp * dp)
+    if layout.shard == "full":
+        # every microbatch gathers the weights twice and reduce-scatters the gradients, each half a
+        # ring all-reduce, hidden behind that microbatch's pass through the stage
+        per_microbatch = 1.5 * gradient_ar
+        dp_comm = m * per_microbatch
+        exposed = m * max(0.0, per_microbatch - t_stage)
+    else:
+        # the gradients are reduced once, bucket by bucket, during the last microbatch's backward
+        # (gradient accumulation defers the sync: DDP's no_sync, Megatron's overlap_grad_reduce)
+        dp_comm = gradient_ar
+        exposed = max(0.0, dp_comm - t_stage)
     opt_share = tp * pp * (dp if layout.shard != "none" else 1)
     optimizer_s = sum(parts.optimizer(p) * max(counts[p], 1) for p in PARTS) / opt_share
     step_s = pipeline_s + exposed + optimizer_s
@@ -331,7 +399,9 @@ def cost_layout(
         ((saved["epilogue"] or 0) + (saved["prologue"] or 0)) / tp
     )
     memory = {
-        "weights": math.ceil(chip_weights * act_bytes / state_div),
+        # FSDP gathers one layer's weights while the next one's gather is in flight (prefetch)
+        "weights": math.ceil(chip_weights * act_bytes / state_div)
+        + (2 * math.ceil(weight_count(low.parts["block"]) * act_bytes / tp) if layout.shard == "full" else 0),
         "gradients": math.ceil(grad_bytes / state_div),
         "optimizer": math.ceil(chip_weights * MASTER_BYTES / (dp if layout.shard != "none" else 1)),
         "activations": activations,
@@ -342,11 +412,20 @@ def cost_layout(
     return terms, memory, part_s
 
 
-def model_flops(cfg, weights: int, tokens: int, seq: int) -> float:
-    """PaLM's model FLOPs of a step (appendix B): per token 6 N + 12 L H Q T, N the weights of
-    the matmuls (all but the embedding table; a tied table is the LM head's)."""
+def active_weights(cfg, weights: int) -> int:
+    """The matmul weights a token runs through: all but the embedding table (a tied table is the
+    LM head's), and of a mixture of experts' layers only top_k of the n_experts experts (each a
+    SwiGLU MLP, 3 x d_model x d_ff): Mixtral-8x7B's 46.7B weights run 12.9B a token."""
     n = weights - (0 if cfg.tie_embeddings else cfg.vocab * cfg.d_model)
-    return tokens * (6 * n + 12 * cfg.n_layers * cfg.n_heads * cfg.head_dim * seq)
+    if cfg.n_experts:
+        n -= cfg.n_layers * (cfg.n_experts - cfg.top_k) * 3 * cfg.d_model * cfg.d_ff
+    return n
+
+
+def model_flops(cfg, weights: int, tokens: int, seq: int) -> float:
+    """PaLM's model FLOPs of a step (appendix B): per token 6 N + 12 L H Q T, N the active
+    matmul weights (active_weights)."""
+    return tokens * (6 * active_weights(cfg, weights) + 12 * cfg.n_layers * cfg.n_heads * cfg.head_dim * seq)
 
 
 def predict_training(
@@ -384,20 +463,21 @@ def predict_training(
     if shard is not None and shard not in SHARDS:
         raise UnknownName("shard", shard, SHARDS)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch}
-    check_layout(chips, global_batch, cfg.n_layers, {**fixed, "vp": vp})
+    check_layout(chips, global_batch, cfg, {**fixed, "vp": vp})
+    allreduce_s(target, 0, chips, chips)  # refuses several chips with no network between them, before lowering
     parts = _Parts(lower, target)
     best, smallest, refused, count = None, None, [], 0
-    for t, p, d, mb in layouts(chips, global_batch, cfg.n_layers, fixed):
+    for t, p, d, mb in layouts(chips, global_batch, cfg, fixed):
+        m = global_batch // (d * mb)
+        stages = [vp] if vp else VIRTUAL_STAGES
         for rc in [recompute] if recompute else RECOMPUTE:
             for sh in [shard] if shard else SHARDS:
-                for v in [vp] if vp else [v for v in VIRTUAL_STAGES if v == 1 or cfg.n_layers % (p * v) == 0]:
-                    if v > 1 and p == 1:
-                        continue
+                for v in [v for v in stages if v == 1 or interleave_rule(p, v, cfg.n_layers, m) is None]:
                     layout = Layout(t, p, d, mb, rc, sh, v)
                     try:
                         terms, memory, part_s = cost_layout(parts, target, cfg, layout, global_batch, seq, dtype_bytes)
                     except LandscapeError as err:  # the target's pipeline refused this tp (too few chips for SRAM)
-                        refused.append(str(err))
+                        refused.append(err)
                         break
                     count += 1
                     if smallest is None or memory["total"] < smallest[1]["total"]:
@@ -410,7 +490,10 @@ def predict_training(
         from reference.units import format_bytes
 
         if smallest is None:
-            raise InvalidShape("train", "chips", chips, refused[0] if refused else "no layout could be costed")
+            if refused:
+                raise refused[0]  # already one line naming what the target refused
+            why = interleave_rule(pp or 1, vp or 1, cfg.n_layers, global_batch // ((dp or 1) * (microbatch or 1)))
+            raise InvalidShape("train", "vp", vp, why or "no layout with it could be costed")
         layout, memory = smallest
         raise InvalidShape(
             "train",

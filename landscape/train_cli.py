@@ -54,6 +54,12 @@ SHARD_CHOICES = ("none", "optimizer", "full")  # hardware_models.train.SHARDS (n
 @click.option(
     "--set", "settings", multiple=True, metavar="SECTION.KEY=VALUE", help="Override a target quantity; repeatable."
 )
+@click.option(
+    "--allow-beyond-context",
+    "allow_beyond_context",
+    is_flag=True,
+    help="Allow a --seq beyond the model's context length (a RoPE model only); the output says so.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def train(
     model_name,
@@ -71,6 +77,7 @@ def train(
     microbatch,
     side,
     settings,
+    allow_beyond_context,
     as_json,
 ) -> None:
     """Predict a training step of MODEL on CHIPS chips of a target: step time, tokens/s, MFU, memory.
@@ -87,8 +94,9 @@ def train(
     mfu                    PaLM's model FLOPs (6N + 12 L H Q T a token) / (step_s x chips x peak)
     memory                 weights, gradients, optimizer state and saved activations a chip
     """
-    from hardware_models.train import check_layout, predict_training
+    from hardware_models.train import MICROBATCHES, check_layout, predict_training
     from landscape.lowering import training_lowerer
+    from reference.catalogue import get_entry
     from reference.dtypes import get_dtype
     from reference.models import context_check, get_model
 
@@ -96,8 +104,10 @@ def train(
     target = load_target(target_name, settings)
     cfg = get_model(model_name)
     dtype = get_dtype(precision, TRAIN_PRECISIONS)
-    note = context_check(model_name, seq, f"--seq {seq:,}", "--seq")
-    check_layout(chips, global_batch, cfg.n_layers, {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch, "vp": vp})
+    note = context_check(model_name, seq, f"--seq {seq:,}", "--seq", allow_beyond_context)
+    check_layout(chips, global_batch, cfg, {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch, "vp": vp})
+    # the largest microbatch's graphs, checked now (int64 extents), before any lowering
+    get_entry(model_name).resolve({"batch": microbatch or max(MICROBATCHES), "seq": seq})
     result = predict_training(
         training_lowerer(model_name, side, seq, precision),
         target,

@@ -152,7 +152,11 @@ def test_memory_a_chip_by_hand(eight_b_parts):
     n = none.weights
     assert none.memory["weights"] == 2 * n and none.memory["optimizer"] == 12 * n
     assert opt.memory["optimizer"] == math.ceil(12 * n / 8) and opt.memory["weights"] == 2 * n
-    assert full.memory["weights"] == math.ceil(2 * n / 8) and full.memory["gradients"] == math.ceil(2 * n / 8)
+    d, f, hd = CFG.d_model, CFG.d_ff, CFG.head_dim
+    layer = 2 * d + d * CFG.n_heads * hd * 2 + d * CFG.n_kv_heads * hd * 2 + 3 * d * f
+    gathered = 2 * 2 * layer  # FSDP: the running layer's and the prefetched one's weights, in bf16
+    assert full.memory["weights"] == math.ceil(2 * n / 8) + gathered
+    assert full.memory["gradients"] == math.ceil(2 * n / 8)
     assert none.memory["activations"] == opt.memory["activations"]
 
 
@@ -176,7 +180,9 @@ def test_search_keeps_what_the_user_fixed(eight_b_parts):
 @pytest.mark.parametrize(
     "kw, needle",
     [
-        (dict(tp=3), "multiple of tp x pp x dp = 3"),
+        (dict(tp=3), "tp=3 is invalid; must divide the model's 2 KV heads"),
+        (dict(tp=4), "tp=4 is invalid; must divide the model's 6 attention heads"),
+        (dict(pp=3, chips=8), "multiple of pp = 3"),
         (dict(tp=2, pp=2, dp=4), "multiple of tp x pp x dp = 16"),
         (dict(tp=2, pp=1, dp=2), "must equal tp x pp x dp = 4"),
         (dict(pp=8), "at most the model's 3 layers"),
@@ -257,3 +263,77 @@ def test_virtual_stages_must_divide_the_layers(eight_b_parts):
 
     with pytest.raises(InvalidShape, match="pp x vp dividing the model's 3 layers"):
         _predict(eight_b_parts, tp=2, pp=2, vp=2)
+
+
+def test_virtual_stages_need_microbatches_a_multiple_of_pp(eight_b_parts):
+    """Bad input: the interleaved schedule runs the microbatches in groups of pp (Megatron-LM's
+    rule); 2 microbatches a replica over pp 4 cannot interleave, and the search never picks it."""
+    from hardware_models.target import load_targets
+    from hardware_models.train import predict_training
+    from reference.errors import InvalidShape
+
+    eight = dataclasses.replace(CFG, n_layers=8)
+    t = load_targets()["h100"]
+    args = dict(chips=8, global_batch=4, seq=64, dtype_bytes=2, peak_flop_per_s=t.peak_16bit_flop_per_s)
+    with pytest.raises(InvalidShape, match=r"microbatches a replica \(2\) to be a multiple of pp = 4"):
+        predict_training(eight_b_parts, t, eight, **args, tp=1, pp=4, dp=2, microbatch=1, vp=2)
+    searched = predict_training(eight_b_parts, t, eight, **args, tp=1, pp=4, dp=2, microbatch=1)
+    assert searched.layout.vp == 1
+
+
+def test_the_search_tries_every_divisor_of_the_chips(eight_b_parts):
+    """A property of the search: 3 chips and a global batch of 3 hold (tp 1 with pp 3 or dp 3),
+    though 3 is no power of two."""
+    r = _predict(eight_b_parts, chips=3, global_batch=3, recompute="none", shard="none")
+    assert r.layout.tp * r.layout.pp * r.layout.dp == 3 and r.layout.tp == 1
+
+
+def test_gradient_sync_overlaps_only_the_last_microbatch(eight_b_parts):
+    """Gradient accumulation defers the all-reduce to the last microbatch, so only that
+    microbatch's pass hides it: exposed = max(0, all-reduce - t_stage); with FSDP each of the m
+    microbatches gathers and reduces (1.5 all-reduces), each hidden behind its own pass."""
+    t = _predict(eight_b_parts, tp=1, pp=1, dp=8, microbatch=1, recompute="none", shard="none").terms
+    assert t["exposed_dp_s"] == pytest.approx(max(0.0, t["dp_comm_s"] - t["t_stage"]))
+    full = _predict(eight_b_parts, tp=1, pp=1, dp=8, microbatch=1, recompute="none", shard="full")
+    m, ft = full.microbatches, full.terms
+    assert ft["dp_comm_s"] == pytest.approx(1.5 * m * t["dp_comm_s"])
+    assert ft["exposed_dp_s"] == pytest.approx(m * max(0.0, 1.5 * t["dp_comm_s"] - ft["t_stage"]))
+
+
+@pytest.mark.parametrize("target", ["groq-lpu", "wse-3", "host-cpu", "spyre", "tpu-v5e", "mi300x"])
+def test_every_family_costs_a_one_chip_step(eight_b_parts, target):
+    """A rule of the tool: a step is costed on every family; on one chip no collective runs, so
+    no family's link keys are read (the LPU, the wafer and the host CPU have no all-reduce bus)."""
+    r = _predict(eight_b_parts, target=target, chips=1, global_batch=2, microbatch=1, recompute="none", shard="none")
+    assert r.step_s > 0 and r.terms["dp_comm_s"] == 0 and r.terms["tp_comm_per_layer_s"] == 0
+
+
+def test_a_host_cpu_step_on_two_chips_is_refused(eight_b_parts):
+    """Bad input: host CPUs have no network between them (Family.allreduce is None)."""
+    from reference.errors import InvalidShape
+
+    with pytest.raises(InvalidShape, match="host-cpu's chips have no network between them; train it on --chips 1"):
+        _predict(eight_b_parts, target="host-cpu", chips=2, global_batch=2, microbatch=1, tp=1, pp=1)
+
+
+def test_the_lpu_ring_by_hand():
+    """The LPU's all-reduce (lpu/cost.py): 2 (N - 1) hop latencies + 2 (N - 1) / N x bytes over
+    the chip's 16 links of 14 GB/s (groq-lpu.toml)."""
+    from hardware_models.target import load_targets
+
+    t = load_targets()["groq-lpu"]
+    cost = t.family_record.allreduce(t, 8192, 4, 4)
+    assert cost.time_s == pytest.approx(2 * 3 * 5e-7 + 2 * 3 / 4 * 8192 / (16 * 14e9))
+
+
+def test_mfu_counts_the_experts_a_token_runs_through():
+    """PaLM's model FLOPs count the weights a token multiplies: of Mixtral-8x7B's 46.7B (Mistral
+    AI's figure) a token runs 12.9B, embedding included; the LM head counts, the table does not."""
+    from hardware_models.train import active_weights
+
+    cfg = get_model("mixtral-8x7b")
+    d, f, hd = cfg.d_model, cfg.d_ff, cfg.head_dim
+    layer = 2 * d + d * cfg.n_heads * hd * 2 + d * cfg.n_kv_heads * hd * 2 + cfg.n_experts * (3 * d * f + d)
+    total = 2 * cfg.vocab * d + cfg.n_layers * layer + d
+    assert total == pytest.approx(46.7e9, rel=0.01)
+    assert active_weights(cfg, total) + cfg.vocab * d == pytest.approx(12.9e9, rel=0.01)

@@ -37,13 +37,18 @@ def test_train_text_names_the_layout_and_fixed_choices_hold(capsys):
 BAD = {
     "unknown recompute": (["--recompute", "some"], "'none', 'selective', 'full'"),
     "fp8 training": (["--precision", "fp8"], "valid: bf16, fp16"),
-    "chips not a multiple of tp": (["--tp", "4", "--chips", "6"], "multiple of tp x pp x dp = 4"),
+    "chips not a multiple of tp": (["--tp", "2", "--chips", "3"], "must be a multiple of tp = 2"),
     "layout over the chips": (["--chips", "8", "--tp", "2", "--pp", "1", "--dp", "2"], "must equal tp x pp x dp = 4"),
     "more stages than layers": (["--chips", "4", "--pp", "4"], "at most the model's 2 layers"),
     "a batch no layout divides": (["--global-batch", "3", "--microbatch", "2"], "must divide the global batch"),
     "zero chips": (["--chips", "0"], "--chips"),
     "unknown target": (["--target", "h1000"], "h100"),
     "beyond the context": (["--seq", "100000"], "context"),
+    "a tp that splits no head evenly": (["--tp", "3", "--chips", "3"], "tp=3 is invalid; must divide the model's"),
+    "extents beyond int64": (
+        ["--microbatch", "9223372036854775807", "--global-batch", "9223372036854775807"],
+        "exceed int64",
+    ),
 }
 
 
@@ -61,6 +66,14 @@ def test_train_bad_input_is_one_line_exit_2(case, capsys):
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("landscape: error:") and needle in lines[0], lines
     assert "Traceback" not in captured.err + captured.out
+
+
+@pytest.mark.jax
+def test_train_beyond_the_context_runs_with_the_flag_and_says_so(capsys):
+    """--allow-beyond-context (as predict's): a RoPE model's --seq past its context is costed, with a note."""
+    assert cli.main([*TINY, "--seq", "4100", "--microbatch", "1", "--allow-beyond-context", "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith("beyond context") for n in notes)
 
 
 @pytest.mark.torch
