@@ -51,21 +51,27 @@ def predict_row(row: dict) -> dict:
     lay = result.layout
     published = float(row["step_time_s"])
     return {
-        "id": row["id"],
-        "model": row["model"],
-        "target": row["target"],
-        "chips": row["chips"],
-        "global_batch": row["global_batch"],
-        "seq": row["seq"],
+        **_published(row),
         "layout": f"tp{lay.tp} pp{lay.pp}{f' vp{lay.vp}' if lay.vp > 1 else ''} dp{lay.dp} mb{lay.microbatch} "
         f"{lay.recompute}/{lay.shard}",
-        "published_step_s": published,
         "predicted_step_s": round(result.step_s, 4),
         "error": round(result.step_s / published - 1, 4),
-        "published_mfu": row["mfu"],
         "predicted_mfu": round(result.mfu, 4),
         "wall_s": round(wall, 1),
+        "note": "",
     }
+
+
+COLUMNS = (
+    "id", "model", "target", "chips", "global_batch", "seq", "layout", "published_step_s", "predicted_step_s",
+    "error", "published_mfu", "predicted_mfu", "wall_s", "note",
+)  # fmt: skip
+
+
+def _published(row: dict) -> dict:
+    """What a row of the table says, the same for a costed row and a refused one."""
+    keep = ("id", "model", "target", "chips", "global_batch", "seq")
+    return {**{k: row[k] for k in keep}, "published_step_s": float(row["step_time_s"]), "published_mfu": row["mfu"]}
 
 
 def main() -> None:
@@ -81,27 +87,10 @@ def main() -> None:
         try:
             out.append(predict_row(row))
         except LandscapeError as err:  # a configuration the model cannot hold (host offload): said, not dropped
-            out.append(
-                {
-                    "id": row["id"],
-                    "model": row["model"],
-                    "target": row["target"],
-                    "chips": row["chips"],
-                    "global_batch": row["global_batch"],
-                    "seq": row["seq"],
-                    "layout": "refused",
-                    "published_step_s": float(row["step_time_s"]),
-                    "predicted_step_s": "",
-                    "error": "",
-                    "published_mfu": row["mfu"],
-                    "predicted_mfu": "",
-                    "wall_s": "",
-                    "note": str(err),
-                }
-            )
+            refused = {"layout": "refused", "predicted_step_s": "", "error": "", "predicted_mfu": "", "wall_s": ""}
+            out.append({**_published(row), **refused, "note": str(err)})
             print(f"{row['id']:<40} refused: {err}", flush=True)
             continue
-        out[-1]["note"] = ""
         print(
             f"{out[-1]['id']:<40} {out[-1]['layout']:<32} published {out[-1]['published_step_s']:>7} s "
             f"predicted {out[-1]['predicted_step_s']:>8} s ({out[-1]['error']:+.1%})",
@@ -109,7 +98,7 @@ def main() -> None:
         )
     RESULTS.parent.mkdir(exist_ok=True)
     with RESULTS.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(out[0]))
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(out)
     costed = [r for r in out if r["error"] != ""]
