@@ -325,12 +325,17 @@ def allreduce_s(target: Target, nbytes: float, chips: int, span: int) -> float:
     """
     if chips <= 1:
         return 0.0
+    return _ring(target, span)(target, math.ceil(nbytes), chips, span).time_s
+
+
+def _ring(target: Target, chips: int):
+    """The family's all-reduce (Family.allreduce), refusing `chips` chips of a family without one."""
     ring = target.family_record.allreduce
     if ring is None:
         raise InvalidShape(
-            "train", "chips", span, f"{target.name}'s chips have no network between them; train it on --chips 1"
+            "train", "chips", chips, f"{target.name}'s chips have no network between them; train it on --chips 1"
         )
-    return ring(target, math.ceil(nbytes), chips, span).time_s
+    return ring
 
 
 def cost_layout(
@@ -464,7 +469,8 @@ def predict_training(
         raise UnknownName("shard", shard, SHARDS)
     fixed = {"tp": tp, "pp": pp, "dp": dp, "microbatch": microbatch}
     check_layout(chips, global_batch, cfg, {**fixed, "vp": vp})
-    allreduce_s(target, 0, chips, chips)  # refuses several chips with no network between them, before lowering
+    if chips > 1:
+        _ring(target, chips)  # several chips with no network between them: refused before lowering
     parts = _Parts(lower, target)
     best, smallest, refused, count = None, None, [], 0
     for t, p, d, mb in layouts(chips, global_batch, cfg, fixed):
